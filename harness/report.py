@@ -1,0 +1,96 @@
+"""Tables a person reads (rich) and the JSON a program reads, from result records."""
+import json
+
+from rich.console import Console
+from rich.table import Table
+
+from .session import RunSummary
+
+
+def us(ns) -> str:
+    return "-" if ns is None else f"{ns / 1e3:,.2f}"
+
+
+def first_line(text: str, width: int = 100) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def test_table(summary: RunSummary) -> Table:
+    table = Table(title=f"{summary.submission.task} {summary.submission.version} — test", title_justify="left")
+    for col in ("#", "shape", "values", "status", "first call ms", "detail"):
+        table.add_column(col, justify="right" if col in ("#", "first call ms") else "left")
+    for r in summary.records:
+        style = "green" if r["status"] == "pass" else "red"
+        first = "-" if r.get("first_call_ns") is None else f"{r['first_call_ns'] / 1e6:,.1f}"
+        table.add_row(str(r["index"]), r["shape"], r["values"], f"[{style}]{r['status']}[/]", first,
+                      first_line(r["message"]))
+    return table
+
+
+def console(stderr: bool = False) -> Console:
+    """A console that keeps tables whole when output goes to a file or a pipe."""
+    probe = Console(stderr=stderr)
+    return probe if probe.is_terminal else Console(stderr=stderr, width=220)
+
+
+def drop_empty_columns(table: Table) -> Table:
+    """Remove columns whose every cell is '-' (e.g. SOL columns on a CPU)."""
+    keep = [c for c in table.columns if any(cell not in ("-", "") for cell in c._cells)]
+    if len(keep) != len(table.columns):
+        table.columns[:] = keep
+    return table
+
+
+def benchmark_table(summary: RunSummary) -> Table:
+    sub = summary.submission
+    gpu = summary.device.get("name", "?")
+    table = Table(title=f"{sub.task} {sub.version} — {summary.mode} on {gpu} (times in µs)", title_justify="left")
+    cols = ["#", "shape", "status", "mean", "± err", "best", "runs", "SOL", "×SOL", "% meas. peak", "B200 SOL",
+            "first call ms"]
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("shape", "status") else "right")
+    for r in summary.records:
+        s = r.get("stats") or {}
+        mean = s.get("mean")
+        x_sol = f"{mean / r['sol_ns']:.2f}" if mean and r.get("sol_ns") else "-"
+        meas = f"{100 * r['measured_sol_ns'] / mean:.1f}" if mean and r.get("measured_sol_ns") else "-"
+        first = "-" if r.get("first_call_ns") is None else f"{r['first_call_ns'] / 1e6:,.1f}"
+        style = "green" if r["status"] == "pass" else "red"
+        table.add_row(str(r["index"]), r["shape"], f"[{style}]{r['status']}[/]", us(mean), us(s.get("err")),
+                      us(s.get("best")), str(s.get("runs", "-")), us(r.get("sol_ns")), x_sol, meas,
+                      us(r.get("sol_b200_ns")), first)
+    geo = summary.geomean_ns
+    if geo:
+        sols = [r["sol_ns"] for r in summary.records if r.get("sol_ns")]
+        from .stats import geomean
+        geo_sol = geomean(sols) if len(sols) == len(summary.records) else None
+        table.add_row("", "[bold]geomean[/]", "", f"[bold]{us(geo)}[/]", "", "", "", us(geo_sol),
+                      f"{geo / geo_sol:.2f}" if geo_sol else "-", "", "", "")
+    return drop_empty_columns(table)
+
+
+def failures(summary: RunSummary, console: Console) -> None:
+    for r in summary.records:
+        if r["status"] != "pass" and r["message"]:
+            console.print(f"[red]{r['kind']} {r['index']} ({r['shape']}, {r['values']} values): {r['status']}[/]")
+            console.print(r["message"], markup=False, highlight=False)
+
+
+def render(summary: RunSummary, console: Console) -> None:
+    if summary.mode == "test":
+        console.print(test_table(summary))
+    elif summary.mode == "profile":
+        for r in summary.records:
+            console.print(f"[bold]{r['shape']}[/]")
+            console.print(r.get("profile") or r["message"], markup=False, highlight=False)
+    else:
+        console.print(benchmark_table(summary))
+    failures(summary, console)
+
+
+def as_json(summaries: list[RunSummary]) -> str:
+    return json.dumps([{
+        "task": s.submission.task, "version": s.submission.version, "mode": s.mode, "shapes": s.shapes,
+        "passed": s.passed, "geomean_ns": s.geomean_ns, "records": s.records,
+    } for s in summaries], indent=2, default=str)

@@ -1,0 +1,64 @@
+"""Result records: one JSON line per case and mode, appended atomically to results/<task>.jsonl.
+
+Only the runner process writes, one whole line per os.write under an exclusive lock, so a
+crashing worker can never truncate or interleave earlier records.
+`pandas.read_json("results/gemm.jsonl", lines=True)` loads a file.
+"""
+import datetime as dt
+import fcntl
+import functools
+import json
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS_ENV = "NVFP4_ARENA_RESULTS"
+
+
+def results_dir() -> Path:
+    return Path(os.environ.get(RESULTS_ENV, ROOT / "results"))
+
+
+@functools.cache
+def git_state() -> dict:
+    def git(*args):
+        try:
+            out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None}
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def append(path: Path, record: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = (json.dumps(record, sort_keys=True, default=str) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        written = os.write(fd, line)
+        if written != len(line):
+            raise OSError(f"short write to {path}: {written} of {len(line)} bytes")
+        os.fsync(fd)
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def read(path: Path) -> list[dict]:
+    """All well-formed records of a file (a torn last line, if any, is skipped)."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text().splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records

@@ -1,0 +1,129 @@
+"""The runner's side of the worker protocol: spawn, feed jobs, survive crashes and hangs.
+
+A worker is replaced after any case that did not pass (its CUDA context may be broken), and a
+case that outlives its timeout is killed with a verdict. Each finished case is handed to the
+caller at once, so nothing measured before a crash is lost.
+"""
+import multiprocessing
+import signal
+import time
+from dataclasses import dataclass
+
+STARTUP_GRACE_S = 60.0  # interpreter and torch import, on top of the case timeout (imports may compile)
+
+
+@dataclass
+class Outcome:
+    """What came back for one job: the worker's result dict, or a verdict made by the runner."""
+
+    result: dict
+    device: dict
+
+
+def _death_message(exitcode: int | None) -> str:
+    if exitcode is None:
+        return "worker vanished"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"crashed: the worker process was killed by {name}"
+    return f"crashed: the worker process exited with code {exitcode} before reporting a result"
+
+
+class Worker:
+    def __init__(self, task: str, submission_path: str, timeout_s: float):
+        from harness import worker
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=worker.main, args=(child, task, submission_path), daemon=True)
+        self.process.start()
+        child.close()
+        self.device = {}
+        self.fatal = None
+        deadline = time.monotonic() + timeout_s + STARTUP_GRACE_S
+        kind, payload = self._receive(deadline, on_progress=None)
+        if kind == "ready":
+            self.device = payload
+        else:
+            self.fatal = payload if kind == "fatal" else f"worker did not start: {payload}"
+            self.stop()
+
+    def _receive(self, deadline: float, on_progress):
+        """Next non-progress message as (kind, payload); ('timeout'|'died', text) otherwise."""
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return "timeout", None
+            try:
+                if not self.conn.poll(min(remaining, 1.0)):
+                    if not self.process.is_alive() and not self.conn.poll(0):
+                        self.process.join(1)
+                        return "died", _death_message(self.process.exitcode)
+                    continue
+                kind, payload = self.conn.recv()
+            except (EOFError, ConnectionError, OSError):
+                self.process.join(5)
+                return "died", _death_message(self.process.exitcode)
+            if kind == "progress":
+                if on_progress:
+                    on_progress(payload)
+                continue
+            return kind, payload
+
+    def run(self, job: dict, timeout_s: float, on_progress=None) -> dict:
+        self.conn.send(job)
+        kind, payload = self._receive(time.monotonic() + timeout_s, on_progress)
+        if kind == "result":
+            return payload
+        if kind == "timeout":
+            self.stop()
+            return {"status": "timeout", "message": f"timed out: no result after {timeout_s:g} s; the worker was killed"}
+        self.stop()
+        return {"status": "crash", "message": payload}
+
+    def stop(self):
+        if self.process.is_alive():
+            try:
+                self.conn.send(None)
+            except (OSError, ValueError):
+                pass
+            self.process.join(2)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(5)
+        self.conn.close()
+
+
+def run_jobs(task: str, submission_path: str, jobs: list[dict], timeout_s: float, on_start=None, on_progress=None,
+             on_outcome=None) -> list[Outcome]:
+    """Run jobs in order, each in a healthy worker; calls on_outcome(job, Outcome) as each ends."""
+    outcomes = []
+    worker = None
+    for job in jobs:
+        if on_start:
+            on_start(job)
+        if worker is None:
+            worker = Worker(task, submission_path, timeout_s)
+            if worker.fatal:
+                # Nothing can run if the file does not even import: every job gets the same verdict.
+                failed = {"status": "error", "message": f"submission failed to load: {worker.fatal}"}
+                for rest in jobs[len(outcomes):]:
+                    outcome = Outcome(dict(failed), worker.device)
+                    outcomes.append(outcome)
+                    if on_outcome:
+                        on_outcome(rest, outcome)
+                return outcomes
+        result = worker.run(job, timeout_s, on_progress)
+        outcome = Outcome(result, worker.device)
+        outcomes.append(outcome)
+        if on_outcome:
+            on_outcome(job, outcome)
+        if result.get("status") != "pass":
+            if worker.process.is_alive():
+                worker.stop()
+            worker = None
+    if worker is not None:
+        worker.stop()
+    return outcomes

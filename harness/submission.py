@@ -1,0 +1,98 @@
+"""Finding a submission file, reading its #!POPCORN headers and docstring, and importing it
+the way the contest does (module name `submission`, `from task import ...` resolvable)."""
+import ast
+import hashlib
+import importlib.util
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBMISSIONS = ROOT / "submissions"
+POPCORN = re.compile(r"^\s*#!POPCORN\s+(\S+)\s+(.*?)\s*$")
+
+
+class SubmissionError(Exception):
+    """A submission that cannot be found or does not name a task; the message is for the user."""
+
+
+@dataclass
+class Submission:
+    path: Path
+    task: str
+    version: str  # "v7" for lineage files, the file stem otherwise
+    sha256: str
+    headers: dict = field(default_factory=dict)
+
+
+def popcorn_headers(text: str) -> dict:
+    """`#!POPCORN key value` lines -> {key: value}; the last occurrence of a key wins."""
+    headers = {}
+    for line in text.splitlines():
+        m = POPCORN.match(line)
+        if m:
+            headers[m.group(1).lower()] = m.group(2)
+    return headers
+
+
+def task_from_leaderboard(name: str, leaderboards: dict) -> str | None:
+    """Map a leaderboard name (nvfp4_gemm, nvfp4-gemm, ...) to a task."""
+    wanted = name.strip().lower().replace("-", "_")
+    for task, board in leaderboards.items():
+        if wanted in (board.lower(), task):
+            return task
+    return None
+
+
+def docstring(path: Path) -> str:
+    try:
+        return ast.get_docstring(ast.parse(path.read_text())) or ""
+    except SyntaxError:
+        return ""
+
+
+def resolve(submission: str, task: str | None, leaderboards: dict) -> Submission:
+    """`vN` (with a task) or a path -> Submission. Raises SubmissionError with a clear message."""
+    candidate = Path(submission)
+    if not candidate.suffix and task and re.fullmatch(r"v\d+\w*", submission):
+        candidate = SUBMISSIONS / task / f"{submission}.py"
+    elif not candidate.exists() and not task:
+        raise SubmissionError(f"'{submission}' is not a file; to run a lineage version, name the task too "
+                              f"(--task {' | '.join(leaderboards)}).")
+    if not candidate.is_file():
+        where = SUBMISSIONS / task if task else candidate.parent
+        have = sorted(p.stem for p in where.glob("v*.py")) if where.is_dir() else []
+        hint = f" Versions there: {', '.join(have)}." if have else ""
+        raise SubmissionError(f"submission file {candidate} does not exist.{hint}")
+    text = candidate.read_text()
+    headers = popcorn_headers(text)
+    header_task = None
+    if "leaderboard" in headers:
+        header_task = task_from_leaderboard(headers["leaderboard"], leaderboards)
+        if header_task is None:
+            raise SubmissionError(f"{candidate} names leaderboard '{headers['leaderboard']}' in its #!POPCORN "
+                                  f"header, which is none of {', '.join(leaderboards.values())}.")
+    if task and header_task and task != header_task:
+        raise SubmissionError(f"{candidate} is for leaderboard '{headers['leaderboard']}' (task {header_task}) "
+                              f"but --task {task} was given.")
+    task = task or header_task
+    if task is None:
+        raise SubmissionError(f"cannot tell which task {candidate} is for: pass --task, or add a "
+                              f"'#!POPCORN leaderboard nvfp4_<task>' line to the file.")
+    return Submission(candidate.resolve(), task, candidate.stem, hashlib.sha256(text.encode()).hexdigest(), headers)
+
+
+def import_submission(path: Path):
+    """Import the file as module `submission`, with the repo root first on sys.path (for `task`)."""
+    for p in (str(path.parent), str(ROOT)):
+        if p in sys.path:
+            sys.path.remove(p)
+        sys.path.insert(0, p)
+    spec = importlib.util.spec_from_file_location("submission", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["submission"] = module
+    spec.loader.exec_module(module)
+    if not callable(getattr(module, "custom_kernel", None)):
+        raise SubmissionError(f"{path} defines no custom_kernel(data) function.")
+    return module

@@ -1,0 +1,82 @@
+"""The contest's correctness rule, with a report that says what went wrong and where.
+
+Rule (gpu-mode `verbose_allclose`): elementwise |out - ref| <= atol + rtol * |ref|, computed in
+the output dtype; NaN, +inf and -inf must appear in the same places; shapes must match. We also
+require the output dtype to be the reference's (fp16) and, for group GEMM, one output per group.
+"""
+from dataclasses import dataclass, field
+
+import torch
+
+RTOL = 1e-3
+ATOL = 1e-3
+MAX_LISTED = 5
+
+
+@dataclass
+class CheckReport:
+    """Outcome of one comparison; `message` is what a person reads."""
+
+    ok: bool
+    message: str = ""
+    mismatches: int = 0
+    max_abs_error: float = 0.0
+    first: list = field(default_factory=list)  # [(index tuple, received, expected)]
+
+
+def _fail(message: str) -> CheckReport:
+    return CheckReport(ok=False, message=message)
+
+
+@torch.no_grad()
+def compare(received, expected: torch.Tensor, rtol: float = RTOL, atol: float = ATOL, name: str = "output") -> CheckReport:
+    """Compare one tensor against the reference; never raises on a wrong output."""
+    if not isinstance(received, torch.Tensor):
+        return _fail(f"{name}: expected a torch.Tensor, got {type(received).__name__}")
+    if tuple(received.shape) != tuple(expected.shape):
+        return _fail(f"{name}: shape {tuple(received.shape)} != expected {tuple(expected.shape)}")
+    if received.dtype != expected.dtype:
+        return _fail(f"{name}: dtype {received.dtype} != expected {expected.dtype}")
+    got = received.detach().to(expected.device)
+    diff = torch.abs(got - expected)
+    tolerance = atol + rtol * torch.abs(expected)
+    bad = diff > tolerance
+    bad |= torch.isnan(got) ^ torch.isnan(expected)
+    bad |= torch.isposinf(got) ^ torch.isposinf(expected)
+    bad |= torch.isneginf(got) ^ torch.isneginf(expected)
+    count = int(bad.count_nonzero().item())
+    if count == 0:
+        return CheckReport(ok=True)
+    finite = torch.isfinite(diff)
+    max_abs = float(diff[finite].max().item()) if bool(finite.any()) else float("nan")
+    first = []
+    for index in torch.nonzero(bad)[:MAX_LISTED].tolist():
+        i = tuple(index)
+        first.append((i, float(got[i].item()), float(expected[i].item())))
+    lines = [
+        f"{name}: {count} of {expected.numel()} elements mismatch "
+        f"(|out - ref| > {atol:g} + {rtol:g}*|ref|, or NaN/inf differ); max |out - ref| = {max_abs:.6g}"
+    ]
+    lines += [f"  at {i}: got {g!r}, expected {e!r}" for i, g, e in first]
+    if count > len(first):
+        lines.append(f"  ... and {count - len(first)} more")
+    return CheckReport(ok=False, message="\n".join(lines), mismatches=count, max_abs_error=max_abs, first=first)
+
+
+def compare_groups(received, expected: list, rtol: float = RTOL, atol: float = ATOL) -> CheckReport:
+    """Group GEMM: a list with one tensor per group, each compared as above."""
+    if not isinstance(received, (list, tuple)):
+        return _fail(f"expected a list of {len(expected)} tensors (one per group), got {type(received).__name__}")
+    if len(received) != len(expected):
+        return _fail(f"expected {len(expected)} outputs (one per group), got {len(received)}")
+    failed = [compare(r, e, rtol, atol, name=f"group {g}") for g, (r, e) in enumerate(zip(received, expected))]
+    failed = [r for r in failed if not r.ok]
+    if not failed:
+        return CheckReport(ok=True)
+    return CheckReport(
+        ok=False,
+        message="\n".join(r.message for r in failed),
+        mismatches=sum(r.mismatches for r in failed),
+        max_abs_error=max(r.max_abs_error for r in failed),
+        first=failed[0].first,
+    )

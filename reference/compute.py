@@ -1,0 +1,29 @@
+"""Where reference tensors live and how they are multiplied: exact fp32 on any device."""
+import contextlib
+
+import torch
+
+
+def default_device() -> str:
+    """The contest generates on CUDA; without a GPU we generate the same structure on the CPU."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@contextlib.contextmanager
+def full_fp32_matmul():
+    """Disable TF32 and reduced-precision reductions while the block runs."""
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision())
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.set_float32_matmul_precision("highest")
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[0], saved[1]
+        torch.set_float32_matmul_precision(saved[2])
+
+
+def matmul_nt(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """fp32 [m, k] @ [n, k]^T -> fp32 [m, n], with full fp32 products and sums."""
+    with full_fp32_matmul():
+        return a @ b.T

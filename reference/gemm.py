@@ -1,0 +1,79 @@
+"""Task gemm: NVFP4 block-scaled GEMM, c[m, n, l] = A[m, :, l] . B[n, :, l], fp16 out.
+
+Input tuple (contest order): (a, b, sfa, sfb, sfa_permuted, sfb_permuted, c).
+"""
+import torch
+
+from . import general_values as gv
+from .checker import CheckReport, compare
+from .compute import default_device, matmul_nt
+from .nvfp4 import SF_VEC, ceil_div, dequantize, mma_layout_shape, reordered_scales
+
+GENERAL_TARGET_STD = 64.0
+
+
+def generate_input(m: int, n: int, k: int, l: int, seed: int, values: str = "contest", device=None):
+    """The contest's inputs; on CUDA the RNG call sequence matches the contest's, bit for bit."""
+    device = device or default_device()
+    torch.manual_seed(seed)
+    if values == "contest":
+        a = torch.randint(-128, 128, (l, m, k // 2), dtype=torch.int8, device=device)
+        b = torch.randint(-128, 128, (l, n, k // 2), dtype=torch.int8, device=device)
+
+        def draw_scales(shape):
+            return torch.randint(0, 4, shape, dtype=torch.int8, device=device).to(torch.float8_e4m3fn)
+    elif values == "general":
+        a = gv.fp4_bytes((l, m, k // 2), device)
+        b = gv.fp4_bytes((l, n, k // 2), device)
+
+        def draw_scales(shape):
+            return gv.scales(shape, k, GENERAL_TARGET_STD, device)
+    else:
+        raise ValueError(f"values must be 'contest' or 'general', not {values!r}")
+    a = a.permute(1, 2, 0).view(torch.float4_e2m1fn_x2)
+    b = b.permute(1, 2, 0).view(torch.float4_e2m1fn_x2)
+    c = torch.randn((l, m, n), dtype=torch.float16, device=device).permute(1, 2, 0)
+
+    sf_k = ceil_div(k, SF_VEC)
+
+    def scale_pair(mn):
+        ref = draw_scales((l, mn, sf_k)).permute(1, 2, 0)
+        reordered = reordered_scales(ref, draw_scales(mma_layout_shape(l, mn, sf_k)))
+        return ref.cpu(), reordered
+
+    sfa_cpu, sfa_permuted = scale_pair(m)
+    sfb_cpu, sfb_permuted = scale_pair(n)
+    return (a, b, sfa_cpu.to(device), sfb_cpu.to(device), sfa_permuted, sfb_permuted, c)
+
+
+@torch.no_grad()
+def ref_kernel(data) -> torch.Tensor:
+    """Exact decode, fp32 products and sums, fp16 result; does not modify `data`."""
+    a, b, sfa, sfb, _, _, c = data
+    out = torch.empty_like(c)
+    for li in range(c.shape[2]):
+        lhs = dequantize(a[:, :, li], sfa[:, :, li])
+        rhs = dequantize(b[:, :, li], sfb[:, :, li])
+        out[:, :, li] = matmul_nt(lhs, rhs).to(torch.float16)
+    return out
+
+
+check_output = compare  # (output, expected) -> CheckReport
+
+
+def check(data, output) -> CheckReport:
+    return check_output(output, ref_kernel(data))
+
+
+def check_implementation(data, output) -> tuple[bool, str]:
+    report = check(data, output)
+    return report.ok, report.message
+
+
+def flops(m: int, n: int, k: int, l: int, **_) -> float:
+    return 2.0 * m * n * k * l
+
+
+def bytes_moved(m: int, n: int, k: int, l: int, **_) -> float:
+    sf_k = ceil_div(k, SF_VEC)
+    return float(l * ((m + n) * (k // 2 + sf_k) + 2 * m * n))

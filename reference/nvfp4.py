@@ -1,0 +1,81 @@
+"""NVFP4 building blocks shared by the four tasks: exact decoding and the scale layouts.
+
+NVFP4 packs two e2m1 values per byte, the element with the lower K index in the low nibble.
+Each run of 16 consecutive K elements shares one float8 e4m3 scale. Decoding here is exact:
+every e2m1 value times every e4m3 value is representable in fp32 (and in fp16).
+"""
+import torch
+
+SF_VEC = 16  # K elements per scale factor
+ATOM_M = (32, 4)  # rows of one 128-row scale atom, as (mm32, mm4)
+ATOM_K = 4  # scale columns per atom
+MMA_PERMUTE = (3, 4, 1, 5, 2, 0)  # (l, rest_mn, rest_k, 32, 4, 4) -> (32, 4, rest_mn, 4, rest_k, l)
+
+# e2m1 code -> value: sign bit 3, exponent bits 2..1 (bias 1), mantissa bit 0.
+E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0)
+
+
+def ceil_div(a: int, b: int) -> int:
+    return (a + b - 1) // b
+
+
+def as_bytes(t: torch.Tensor) -> torch.Tensor:
+    """View a float4_e2m1fn_x2 (or any 1-byte) tensor as uint8 without copying."""
+    return t.view(torch.uint8)
+
+
+def decode_e2m1(packed: torch.Tensor) -> torch.Tensor:
+    """[..., k/2] packed e2m1 pairs -> [..., k] float32 values."""
+    codes = as_bytes(packed)
+    lut = torch.tensor(E2M1_VALUES, dtype=torch.float32, device=codes.device)
+    low = lut[(codes & 0x0F).long()]
+    high = lut[(codes >> 4).long()]
+    return torch.stack((low, high), dim=-1).flatten(-2)
+
+
+def decode_e4m3(scales: torch.Tensor) -> torch.Tensor:
+    """float8_e4m3fn -> float32 (exact)."""
+    return scales.to(torch.float32)
+
+
+def dequantize(packed: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    """One 2-D operand: [mn, k/2] packed values and [mn, k/16] scales -> [mn, k] float32, exact."""
+    values = decode_e2m1(packed)
+    k = values.shape[-1]
+    sf = decode_e4m3(scales).to(values.device)
+    sf = sf.repeat_interleave(SF_VEC, dim=-1)[..., :k]
+    return values * sf
+
+
+def mma_layout_shape(l: int, mn: int, sf_k: int) -> tuple[int, ...]:
+    """Shape of the buffer that, permuted by MMA_PERMUTE, is the (32, 4, rest_mn, 4, rest_k, l) layout."""
+    return (l, ceil_div(mn, ATOM_M[0] * ATOM_M[1]), ceil_div(sf_k, ATOM_K), ATOM_M[0], ATOM_M[1], ATOM_K)
+
+
+def scatter_to_mma_layout(reordered: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
+    """Write ref [mn, sf_k, l] into reordered (32, 4, rest_mn, 4, rest_k, l), in place, as the contest does.
+
+    Row i goes to (i % 32, (i % 128) // 32, i // 128), scale column j to (j % 4, j // 4).
+    Entries past mn or sf_k (padding) keep whatever `reordered` held.
+    """
+    mn, sf_k, l = ref.shape
+    dev = reordered.device
+    i, j, b = torch.meshgrid(
+        torch.arange(mn, device=dev), torch.arange(sf_k, device=dev), torch.arange(l, device=dev), indexing="ij"
+    )
+    rows = ATOM_M[0] * ATOM_M[1]
+    reordered[i % ATOM_M[0], (i % rows) // ATOM_M[0], i // rows, j % ATOM_K, j // ATOM_K, b] = ref.to(dev)[i, j, b]
+    return reordered
+
+
+def gather_from_mma_layout(reordered: torch.Tensor, mn: int, sf_k: int) -> torch.Tensor:
+    """Inverse of scatter_to_mma_layout: (32, 4, rest_mn, 4, rest_k, l) -> [mn, sf_k, l]."""
+    l = reordered.shape[-1]
+    # (32, 4, rest_mn, 4, rest_k, l) -> (rest_mn, 4, 32, rest_k, 4, l): row = rest*128 + mm4*32 + mm32
+    rows = reordered.permute(2, 1, 0, 4, 3, 5).reshape(-1, reordered.shape[4] * ATOM_K, l)
+    return rows[:mn, :sf_k, :]
+
+
+def reordered_scales(ref: torch.Tensor, fill: torch.Tensor) -> torch.Tensor:
+    """The MMA-layout copy of ref [mn, sf_k, l]: `fill` (shape mma_layout_shape) supplies the padding."""
+    return scatter_to_mma_layout(fill.permute(*MMA_PERMUTE), ref)

@@ -1,0 +1,110 @@
+"""nvfp4-arena command line: check, time and compare NVFP4 kernels the way the contest did.
+
+    python run.py --task gemm --submission v0                 # test, then benchmark if tests pass
+    python run.py --task gemm --submission v0 --mode leaderboard
+    python run.py --submission path/to/file.py                 # task from its #!POPCORN header
+    python run.py calibrate                                    # measure this GPU's ceilings
+"""
+import sys
+
+import click
+from rich.console import Console
+
+from harness import device, report, results, session
+from harness.submission import SubmissionError, resolve
+from reference import TASKS
+from reference.cases import task_config
+
+err_console = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2):
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    sys.exit(code)
+
+
+def leaderboards() -> dict:
+    return {t: task_config(t)["leaderboard"] for t in TASKS}
+
+
+def run_mode(sub, mode, shapes, timeout, record, secret_seed, console, only) -> session.RunSummary:
+    record_to = results.results_dir() / f"{sub.task}.jsonl" if record else None
+    with console.status(f"{sub.task} {sub.version}: {mode}") as status:
+        def on_start(job):
+            what = "warm-up" if not job["record"] else f"{job['kind']} {job['index']}"
+            status.update(f"{sub.task} {sub.version} {mode}: {what} [{job['label']}] ({job['values']} values)")
+
+        def on_progress(text):
+            status.update(f"{status.status} — {text}" if " — " not in str(status.status)
+                          else f"{str(status.status).split(' — ')[0]} — {text}")
+
+        def on_record(rec):
+            mark = "[green]pass[/]" if rec["status"] == "pass" else f"[red]{rec['status']}[/]"
+            mean = rec["stats"]["mean"] / 1e3 if rec.get("stats") else None
+            timing = f" {mean:,.2f} µs" if mean else ""
+            console.print(f"  {rec['kind']} {rec['index']} {rec['shape']} ({rec['values']}): {mark}{timing}",
+                          highlight=False)
+        return session.execute(sub, mode, shapes, timeout, record_to, secret_seed, on_start, on_progress, on_record,
+                               only)
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--task", type=click.Choice(TASKS), help="Problem; optional when the file has a #!POPCORN leaderboard line.")
+@click.option("--submission", "submission", help="Lineage version (v0, v23, ...) or a path to any submission file.")
+@click.option("--mode", type=click.Choice(session.MODES), help="Default: test, then benchmark if every test passes.")
+@click.option("--shapes", type=click.Choice(["auto", "contest", "smoke"]), default="auto", show_default=True,
+              help="auto = the contest's shapes on a GPU, the tiny smoke shapes on a CPU.")
+@click.option("--timeout", type=float, help="Seconds one case may take before its worker is killed (default per mode).")
+@click.option("--case", "only", type=int, multiple=True, help="Run only the case with this index (repeatable).")
+@click.option("--no-record", is_flag=True, help="Do not append records to results/.")
+@click.option("--seed", "secret_seed", type=int, help="Leaderboard mode: secret seed (default: a fresh random one).")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout (progress goes to stderr).")
+@click.pass_context
+def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_seed, as_json):
+    """Check and time an NVFP4 submission as the GPU MODE contest did."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if not submission:
+        fail("nothing to run: give --submission (e.g. --task gemm --submission v0), or a command such as calibrate.")
+    try:
+        sub = resolve(submission, task, leaderboards())
+    except SubmissionError as exc:
+        fail(str(exc))
+    if shapes == "auto":
+        shapes = "contest" if device.has_gpu() else "smoke"
+        if shapes == "smoke":
+            err_console.print("[yellow]No GPU here: running the smoke shapes on the CPU with wall-clock timers "
+                              "(--shapes contest runs the contest's shapes, slowly).[/]")
+    out = report.console(stderr=as_json)
+    modes = [mode] if mode else ["test", "benchmark"]
+    summaries = []
+    for m in modes:
+        try:
+            summary = run_mode(sub, m, shapes, timeout, not no_record, secret_seed, out, set(only))
+        except ValueError as exc:
+            fail(str(exc))
+        summaries.append(summary)
+        report.render(summary, out)
+        if not summary.passed:
+            out.print(f"[red]{m}: not every case passed.[/]" + (" Benchmark skipped." if m == "test" and not mode else ""))
+            break
+    if as_json:
+        click.echo(report.as_json(summaries))
+    sys.exit(0 if all(s.passed for s in summaries) and len(summaries) == len(modes) else 1)
+
+
+@cli.command()
+def calibrate():
+    """Measure this GPU's fp16 matmul rate, copy bandwidth, L2 flush cost and timing floor."""
+    if not device.has_gpu():
+        fail("calibrate measures a GPU and there is none here.", code=1)
+    from harness.calibrate import calibrate as measure
+    path = results.results_dir() / "calibration.json"
+    with err_console.status("measuring fp16 matmul, copy bandwidth, L2 flush and the timing floor"):
+        entry = measure(path)
+    Console().print_json(data={k: v for k, v in entry.items() if k != "device"})
+    err_console.print(f"stored in {path}")
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,21 @@
+"""Correct (plain torch) except on gemm shapes with m = 256, where it segfaults."""
+import ctypes
+
+import torch
+
+E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
+
+
+def _dequant(packed, scales):
+    codes = packed.view(torch.uint8)
+    table = torch.tensor(E2M1, device=codes.device)
+    vals = torch.stack((table[(codes & 15).long()], table[(codes >> 4).long()]), dim=-1).flatten(-2)
+    return vals * scales.float().repeat_interleave(16, dim=-1)
+
+
+def custom_kernel(data):
+    a, b, sfa, sfb, _, _, c = data
+    if a.shape[0] == 256:
+        ctypes.string_at(0)
+    c[:, :, 0] = (_dequant(a[:, :, 0], sfa[:, :, 0]) @ _dequant(b[:, :, 0], sfb[:, :, 0]).T).half()
+    return c

@@ -1,0 +1,92 @@
+"""run.py end to end, as a user runs it: verdicts, survival, and intact result files."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBS = Path(__file__).resolve().parent / "submissions"
+
+
+def run(*args, timeout=600):
+    proc = subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+    return proc
+
+
+def run_json(*args, **kw):
+    proc = run(*args, "--json", **kw)
+    return proc, json.loads(proc.stdout)
+
+
+def records(results_dir: Path, task: str) -> pd.DataFrame:
+    return pd.read_json(results_dir / f"{task}.jsonl", lines=True)
+
+
+def test_v0_test_then_benchmark_records_everything(results_dir):
+    proc, out = run_json("--task", "gemm", "--submission", "v0")
+    assert proc.returncode == 0, proc.stderr
+    assert [s["mode"] for s in out] == ["test", "benchmark"] and all(s["passed"] for s in out)
+    df = records(results_dir, "gemm")
+    assert set(df["mode"]) == {"test", "benchmark"}
+    assert set(df[df["mode"] == "test"]["values"]) == {"contest", "general"}
+    bench = df[df["mode"] == "benchmark"]
+    assert len(bench) == 2 and (bench["n_inputs"] == 50).all()
+    stats = bench["stats"].iloc[0]
+    assert stats["runs"] >= 3 and stats["mean"] > 0 and stats["best"] <= stats["median"] <= stats["worst"]
+    row = df.iloc[0]
+    assert len(row["sha256"]) == 64 and row["version"] == "v0" and row["gpu"]["name"] == "cpu"
+    assert "commit" in row["git"]
+
+
+def test_wrong_output_fails_with_mismatch_report(results_dir):
+    proc, out = run_json("--task", "gemm", "--submission", str(SUBS / "wrong.py"), "--case", "0")
+    assert proc.returncode == 1
+    assert [s["mode"] for s in out] == ["test"]  # benchmark skipped after a failed test
+    rec = out[0]["records"][0]
+    assert rec["status"] == "fail" and "mismatch" in rec["message"] and "at (0, 0, 0)" in rec["message"]
+    assert "max |out - ref|" in rec["message"]
+
+
+def test_hanging_submission_is_killed_at_its_timeout(results_dir):
+    proc, out = run_json("--task", "gemv", "--submission", str(SUBS / "hangs.py"), "--mode", "test",
+                         "--case", "0", "--timeout", "3")
+    assert proc.returncode == 1
+    recs = out[0]["records"]
+    assert [r["status"] for r in recs] == ["timeout", "timeout"]
+    assert "3 s" in recs[0]["message"]
+    assert len(records(results_dir, "gemv")) == 2
+
+
+def test_crashes_are_verdicts_and_later_shapes_still_run(results_dir):
+    for name, verdict, words in [("raises.py", "error", "kernel exploded"), ("exits.py", "crash", "exit"),
+                                 ("segfault.py", "crash", "SIGSEGV")]:
+        proc, out = run_json("--task", "gemm", "--submission", str(SUBS / name), "--mode", "test", "--case", "0")
+        assert proc.returncode == 1, name
+        recs = out[0]["records"]
+        assert {r["status"] for r in recs} == {verdict}, (name, recs)
+        assert words in recs[0]["message"], (name, recs[0]["message"])
+    proc, out = run_json("--task", "gemm", "--submission", str(SUBS / "crash_second_shape.py"), "--mode", "test")
+    statuses = [(r["index"], r["values"], r["status"]) for r in out[0]["records"]]
+    assert statuses == [(0, "contest", "pass"), (1, "contest", "crash"), (0, "general", "pass"),
+                        (1, "general", "crash")]
+    df = records(results_dir, "gemm")  # every line intact and parseable
+    assert len(df) == 6 + 4 and df["status"].notna().all()
+
+
+def test_popcorn_header_names_the_task(results_dir):
+    proc = run("--submission", str(SUBS / "segfault.py"), "--mode", "test", "--case", "0", "--no-record")
+    assert "SIGSEGV" in proc.stdout and proc.returncode == 1
+    proc = run("--task", "gemv", "--submission", str(SUBS / "segfault.py"))
+    assert proc.returncode == 2 and "nvfp4_gemm" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_clear_errors_not_tracebacks():
+    for args, words in [(["--task", "gemm", "--submission", "v999"], "does not exist"),
+                        (["--submission", "v0"], "--task"),
+                        (["--submission", str(SUBS / "hangs.py")], "cannot tell which task"),
+                        (["--task", "gemm", "--submission", "v0", "--case", "7"], "no smoke case")]:
+        proc = run(*args)
+        assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr, (args, proc.stderr)

@@ -1,0 +1,78 @@
+"""Stats, the stopping rule, POPCORN headers, SOL and the results file."""
+import json
+import math
+
+import pytest
+
+from harness import results, sol
+from harness.stats import StopRule, calculate, geomean
+from harness.submission import SubmissionError, popcorn_headers, resolve, task_from_leaderboard
+from reference import TASKS, get_task
+from reference.cases import cases, task_config
+
+BOARDS = {t: task_config(t)["leaderboard"] for t in TASKS}
+
+
+def test_stats_match_contest_definitions():
+    s = calculate([10.0, 12.0, 14.0, 16.0])
+    assert s.runs == 4 and s.mean == 13.0 and s.best == 10.0 and s.worst == 16.0 and s.median == 13.0
+    assert math.isclose(s.std, math.sqrt(20 / 3)) and math.isclose(s.err, s.std / 2)
+
+
+def test_stop_rule():
+    rule = StopRule()
+    steady = [100.0] * 3
+    assert not rule.done(steady[:2], 1e9)  # fewer than 3 samples
+    assert not rule.done(steady, 50e6)  # under 100 ms
+    assert rule.done(steady, 200e6)  # zero error
+    noisy = [100.0, 200.0, 50.0, 300.0]
+    assert not rule.done(noisy, 200e6)
+    assert rule.done(noisy, 121e9)  # wall cap
+    assert StopRule(max_time_ns=500).done(noisy, 200e6)  # summed means past the cap
+    assert rule.done([1.0 + i % 2 for i in range(100)], 0)  # max runs
+    assert math.isclose(geomean([1, 100]), 10)
+
+
+def test_popcorn_headers_and_leaderboard_names():
+    text = "#!POPCORN leaderboard nvfp4_group_gemm\n#!POPCORN gpu B200\nimport torch\n"
+    assert popcorn_headers(text) == {"leaderboard": "nvfp4_group_gemm", "gpu": "B200"}
+    assert task_from_leaderboard("nvfp4-dual-gemm", BOARDS) == "dual_gemm"
+    assert task_from_leaderboard("nvfp4_gemv", BOARDS) == "gemv"
+    assert task_from_leaderboard("amd-fp8-mm", BOARDS) is None
+
+
+def test_resolve_versions_and_paths(tmp_path):
+    sub = resolve("v0", "gemm", BOARDS)
+    assert sub.task == "gemm" and sub.version == "v0" and sub.path.name == "v0.py"
+    f = tmp_path / "mine.py"
+    f.write_text("#!POPCORN leaderboard nvfp4_gemv\ndef custom_kernel(d):\n    return d[-1]\n")
+    assert resolve(str(f), None, BOARDS).task == "gemv"
+    with pytest.raises(SubmissionError, match="task gemv"):
+        resolve(str(f), "gemm", BOARDS)
+    f.write_text("#!POPCORN leaderboard nvfp4_nope\n")
+    with pytest.raises(SubmissionError, match="none of"):
+        resolve(str(f), None, BOARDS)
+
+
+def test_sol_matches_issue_targets_on_h200():
+    h200 = sol.peak_for("NVIDIA H200")
+    expected_us = {"gemv": [13.8, 27.6, 6.9], "gemm": [30.4, 7.6, 3.8], "dual_gemm": [30.4, 60.8, 13.0, 45.6],
+                   "group_gemm": [60.8, 30.4, 13.0, 6.5]}
+    for task, targets in expected_us.items():
+        mod = get_task(task)
+        got = [sol.sol_ns(task, mod.flops(**c.args), mod.bytes_moved(**c.args), h200) / 1e3
+               for c in cases(task, "benchmarks")]
+        assert all(abs(g - t) <= 0.06 for g, t in zip(got, targets)), (task, got)  # issue figures are rounded
+    assert sol.peak_for("NVIDIA H100 80GB HBM3").name == "H100 SXM"
+    assert sol.peak_for("NVIDIA GeForce RTX 4090").name == "RTX 4090"
+    assert sol.peak_for("cpu") is None
+
+
+def test_results_append_is_whole_lines(tmp_path):
+    path = tmp_path / "r.jsonl"
+    for i in range(3):
+        results.append(path, {"i": i, "text": "line\nbreak"})
+    with open(path, "a") as f:
+        f.write('{"torn": ')  # a writer that died mid-line
+    assert [r["i"] for r in results.read(path)] == [0, 1, 2]
+    assert json.loads(path.read_text().splitlines()[1])["text"] == "line\nbreak"
