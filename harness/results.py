@@ -28,8 +28,11 @@ def git_state() -> dict:
         except (OSError, subprocess.TimeoutExpired):
             return None
         return out.stdout.strip() if out.returncode == 0 else None
+    commit = git("rev-parse", "HEAD")
+    if commit is None:  # a copy of the tree without .git (e.g. on a lent GPU machine): told by the caller
+        return {"commit": os.environ.get("NVFP4_ARENA_COMMIT"), "dirty": os.environ.get("NVFP4_ARENA_DIRTY") == "1"}
     status = git("status", "--porcelain", "--untracked-files=no")
-    return {"commit": git("rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None}
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
 
 def now() -> str:
