@@ -48,6 +48,34 @@ def run_mode(sub, mode, shapes, timeout, record, secret_seed, console, only) -> 
                                only)
 
 
+def run_ncu(sub, mode, shapes, timeout, only, console) -> int:
+    """Profile mode under Nsight Compute; reports are also saved under results/profiles/."""
+    from harness.ncu import find_ncu, profile_case
+    from reference.cases import cases
+    if mode not in (None, "profile"):
+        fail("--ncu goes with --mode profile.")
+    ncu = find_ncu()
+    if ncu is None:
+        fail("--ncu needs Nsight Compute (ncu), which is not installed here; plain --mode profile uses torch.profiler.")
+    if not device.has_gpu():
+        fail("--ncu needs a GPU.")
+    kind = "benchmarks" if shapes == "contest" else "smoke"
+    out_dir = results.results_dir() / "profiles"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    worst = 0
+    for case in cases(sub.task, kind):
+        if only and case.index not in only:
+            continue
+        with console.status(f"ncu: {sub.task} {sub.version} {kind} {case.index} [{case.label}]"):
+            code, text = profile_case(ncu, sub.task, sub.path, kind, case.index, timeout or 600)
+        path = out_dir / f"{sub.task}_{sub.version}_{kind}{case.index}.ncu.txt"
+        path.write_text(text)
+        console.print(f"[bold]{case.label}[/] (saved to {path})")
+        console.print(text, markup=False, highlight=False)
+        worst = max(worst, 0 if code == 0 else 1)
+    return worst
+
+
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--task", type=click.Choice(TASKS), help="Problem; optional when the file has a #!POPCORN leaderboard line.")
 @click.option("--submission", "submission", help="Lineage version (v0, v23, ...) or a path to any submission file.")
@@ -58,9 +86,10 @@ def run_mode(sub, mode, shapes, timeout, record, secret_seed, console, only) -> 
 @click.option("--case", "only", type=int, multiple=True, help="Run only the case with this index (repeatable).")
 @click.option("--no-record", is_flag=True, help="Do not append records to results/.")
 @click.option("--seed", "secret_seed", type=int, help="Leaderboard mode: secret seed (default: a fresh random one).")
+@click.option("--ncu", is_flag=True, help="Profile mode: run each benchmark shape under Nsight Compute instead.")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout (progress goes to stderr).")
 @click.pass_context
-def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_seed, as_json):
+def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_seed, ncu, as_json):
     """Check and time an NVFP4 submission as the GPU MODE contest did."""
     if ctx.invoked_subcommand is not None:
         return
@@ -76,6 +105,8 @@ def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_se
             err_console.print("[yellow]No GPU here: running the smoke shapes on the CPU with wall-clock timers "
                               "(--shapes contest runs the contest's shapes, slowly).[/]")
     out = report.console(stderr=as_json)
+    if ncu:
+        sys.exit(run_ncu(sub, mode, shapes, timeout, set(only), out))
     modes = [mode] if mode else ["test", "benchmark"]
     summaries = []
     for m in modes:

@@ -24,7 +24,7 @@ def results_dir() -> Path:
 def git_state() -> dict:
     def git(*args):
         try:
-            out = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, timeout=20)
+            out = subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=ROOT, capture_output=True, text=True, timeout=20)
         except (OSError, subprocess.TimeoutExpired):
             return None
         return out.stdout.strip() if out.returncode == 0 else None

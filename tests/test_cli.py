@@ -90,3 +90,20 @@ def test_clear_errors_not_tracebacks():
                         (["--task", "gemm", "--submission", "v0", "--case", "7"], "no smoke case")]:
         proc = run(*args)
         assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr, (args, proc.stderr)
+
+
+def test_leaderboard_mode_uses_secret_seeds(results_dir):
+    from harness.session import combine_seeds
+    proc, out = run_json("--task", "gemv", "--submission", "v0", "--mode", "leaderboard", "--seed", "12345")
+    assert proc.returncode == 0, proc.stderr
+    recs = out[0]["records"]
+    assert [r["mode"] for r in recs] == ["leaderboard", "leaderboard"]  # warm-ups are not recorded
+    assert [r["seed"] for r in recs] == [combine_seeds(7, 12345), combine_seeds(8, 12345)]
+    assert all(r["status"] == "pass" and r["stats"]["runs"] >= 3 for r in recs)
+
+
+def test_profile_mode_prints_hottest_ops(results_dir):
+    proc = run("--task", "gemm", "--submission", "v0", "--mode", "profile", "--case", "0")
+    assert proc.returncode == 0, proc.stderr
+    assert "Self CPU" in proc.stdout and "aten::" in proc.stdout
+    assert not (results_dir / "gemm.jsonl").exists()  # a profile is a report, not a timing record
