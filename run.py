@@ -27,7 +27,17 @@ def leaderboards() -> dict:
     return {t: task_config(t)["leaderboard"] for t in TASKS}
 
 
-def run_mode(sub, mode, shapes, timeout, record, secret_seed, console, only) -> session.RunSummary:
+def show_precheck(sub, console) -> list:
+    from harness.precheck import scan
+    findings = scan(sub.path)
+    if not findings:
+        console.print(f"static pre-check of {sub.path.name}: no known cheat patterns found", style="dim")
+    for f in findings:
+        console.print(f"[yellow]pre-check warning[/] {sub.path.name}:{f.line}: {f.why}: [dim]{f.text}[/]", highlight=False)
+    return findings
+
+
+def run_mode(sub, mode, shapes, timeout, record, secret_seed, console, only, guarded) -> session.RunSummary:
     record_to = results.results_dir() / f"{sub.task}.jsonl" if record else None
     with console.status(f"{sub.task} {sub.version}: {mode}") as status:
         def on_start(job):
@@ -45,7 +55,7 @@ def run_mode(sub, mode, shapes, timeout, record, secret_seed, console, only) -> 
             console.print(f"  {rec['kind']} {rec['index']} {rec['shape']} ({rec['values']}): {mark}{timing}",
                           highlight=False)
         return session.execute(sub, mode, shapes, timeout, record_to, secret_seed, on_start, on_progress, on_record,
-                               only)
+                               only, guarded)
 
 
 def run_ncu(sub, mode, shapes, timeout, only, console) -> int:
@@ -87,9 +97,11 @@ def run_ncu(sub, mode, shapes, timeout, only, console) -> int:
 @click.option("--no-record", is_flag=True, help="Do not append records to results/.")
 @click.option("--seed", "secret_seed", type=int, help="Leaderboard mode: secret seed (default: a fresh random one).")
 @click.option("--ncu", is_flag=True, help="Profile mode: run each benchmark shape under Nsight Compute instead.")
+@click.option("--unguarded", is_flag=True, hidden=True,
+              help="Turn the run-time defenses off (to measure their cost); records are marked unguarded.")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout (progress goes to stderr).")
 @click.pass_context
-def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_seed, ncu, as_json):
+def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_seed, ncu, unguarded, as_json):
     """Check and time an NVFP4 submission as the GPU MODE contest did."""
     if ctx.invoked_subcommand is not None:
         return
@@ -108,10 +120,11 @@ def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_se
     if ncu:
         sys.exit(run_ncu(sub, mode, shapes, timeout, set(only), out))
     modes = [mode] if mode else ["test", "benchmark"]
+    findings = show_precheck(sub, out)
     summaries = []
     for m in modes:
         try:
-            summary = run_mode(sub, m, shapes, timeout, not no_record, secret_seed, out, set(only))
+            summary = run_mode(sub, m, shapes, timeout, not no_record, secret_seed, out, set(only), not unguarded)
         except ValueError as exc:
             fail(str(exc))
         summaries.append(summary)
@@ -120,7 +133,7 @@ def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_se
             out.print(f"[red]{m}: not every case passed.[/]" + (" Benchmark skipped." if m == "test" and not mode else ""))
             break
     if as_json:
-        click.echo(report.as_json(summaries))
+        click.echo(report.as_json(summaries, [vars(f) for f in findings]))
     sys.exit(0 if all(s.passed for s in summaries) and len(summaries) == len(modes) else 1)
 
 

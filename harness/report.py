@@ -89,8 +89,8 @@ def render(summary: RunSummary, console: Console) -> None:
     failures(summary, console)
 
 
-def as_json(summaries: list[RunSummary]) -> str:
+def as_json(summaries: list[RunSummary], precheck: list | None = None) -> str:
     return json.dumps([{
         "task": s.submission.task, "version": s.submission.version, "mode": s.mode, "shapes": s.shapes,
-        "passed": s.passed, "geomean_ns": s.geomean_ns, "records": s.records,
+        "passed": s.passed, "geomean_ns": s.geomean_ns, "precheck": precheck or [], "records": s.records,
     } for s in summaries], indent=2, default=str)

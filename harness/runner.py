@@ -5,10 +5,12 @@ case that outlives its timeout is killed with a verdict. Each finished case is h
 caller at once, so nothing measured before a crash is lost.
 """
 import multiprocessing
+import secrets
 import signal
 import time
 from dataclasses import dataclass
 
+EXTRA_MESSAGE_WAIT_S = 0.05  # after a result, how long to listen for messages nobody should send
 STARTUP_GRACE_S = 60.0  # interpreter and torch import, on top of the case timeout (imports may compile)
 
 
@@ -33,11 +35,11 @@ def _death_message(exitcode: int | None) -> str:
 
 
 class Worker:
-    def __init__(self, task: str, submission_path: str, timeout_s: float):
+    def __init__(self, task: str, submission_path: str, timeout_s: float, guarded: bool = True):
         from harness import worker
         ctx = multiprocessing.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=worker.main, args=(child, task, submission_path), daemon=True)
+        self.process = ctx.Process(target=worker.main, args=(child, task, submission_path, guarded), daemon=True)
         self.process.start()
         child.close()
         self.device = {}
@@ -47,7 +49,8 @@ class Worker:
         if kind == "ready":
             self.device = payload
         else:
-            self.fatal = payload if kind == "fatal" else f"worker did not start: {payload}"
+            self.fatal = payload if kind == "fatal" else {"status": "crash" if kind == "died" else "timeout",
+                                                          "message": f"worker did not start: {payload or 'no answer'}"}
             self.stop()
 
     def _receive(self, deadline: float, on_progress):
@@ -73,9 +76,17 @@ class Worker:
             return kind, payload
 
     def run(self, job: dict, timeout_s: float, on_progress=None) -> dict:
-        self.conn.send(job)
+        token = secrets.token_hex(16)
+        self.conn.send({**job, "token": token})
         kind, payload = self._receive(time.monotonic() + timeout_s, on_progress)
         if kind == "result":
+            if not isinstance(payload, dict) or payload.pop("token", None) != token:
+                self.stop()
+                return {"status": "tampered", "message": "a result without this job's token arrived: something other "
+                                                         "than the harness wrote to the result channel"}
+            if self._receive(time.monotonic() + EXTRA_MESSAGE_WAIT_S, None)[0] not in ("timeout", "died"):
+                self.stop()
+                return {"status": "tampered", "message": "more than one result arrived for one job"}
             return payload
         if kind == "timeout":
             self.stop()
@@ -97,7 +108,7 @@ class Worker:
 
 
 def run_jobs(task: str, submission_path: str, jobs: list[dict], timeout_s: float, on_start=None, on_progress=None,
-             on_outcome=None) -> list[Outcome]:
+             on_outcome=None, guarded: bool = True) -> list[Outcome]:
     """Run jobs in order, each in a healthy worker; calls on_outcome(job, Outcome) as each ends."""
     outcomes = []
     worker = None
@@ -105,10 +116,10 @@ def run_jobs(task: str, submission_path: str, jobs: list[dict], timeout_s: float
         if on_start:
             on_start(job)
         if worker is None:
-            worker = Worker(task, submission_path, timeout_s)
+            worker = Worker(task, submission_path, timeout_s, guarded)
             if worker.fatal:
                 # Nothing can run if the file does not even import: every job gets the same verdict.
-                failed = {"status": "error", "message": f"submission failed to load: {worker.fatal}"}
+                failed = dict(worker.fatal)
                 for rest in jobs[len(outcomes):]:
                     outcome = Outcome(dict(failed), worker.device)
                     outcomes.append(outcome)

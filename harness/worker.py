@@ -2,7 +2,13 @@
 
 It runs in a freshly spawned interpreter, so a submission that crashes, corrupts its CUDA
 context or hangs takes only this process down. Messages to the runner are tuples:
-("ready", device_info) | ("fatal", message) | ("progress", text) | ("result", dict).
+("ready", device_info) | ("fatal", message) | ("progress", text) | ("result", dict). A result
+carries the job's token, which the runner checks.
+
+Timed samples follow the contest (flush L2, start event, N calls, end event, divide by N), with
+the defenses of harness.guard: each sample calls the kernel on fresh inputs whose packed operand
+is negated by a secret pattern (so an output remembered from any earlier call is wrong), every
+output of every sample is checked, and escapes, deferred writes and tampering are verdicts.
 """
 import os
 import sys
@@ -22,81 +28,188 @@ def clone_data(data):
     return data
 
 
+STALE_HINT = ("\n(every earlier output was right, so the kernel may be returning outputs remembered from earlier "
+              "calls: each timed call gets fresh inputs whose values are negated by a secret pattern)")
+
+
+def negate(expected):
+    return [-e for e in expected] if isinstance(expected, list) else -expected
+
+
+class Verdict(Exception):
+    """A defense fired: status and message for the record."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
 class Jobs:
     """Holds the task, the submission and the device chores; one method per job mode."""
 
-    def __init__(self, conn, task: str, submission_path: str):
-        from reference import get_task
-        from harness.device import DeviceChores
-        from harness.submission import import_submission
+    def __init__(self, conn, task: str, submission_path: str, guarded: bool = True):
         from pathlib import Path
+
+        from harness.device import DeviceChores
+        from harness.guard import Integrity, ReferenceTrap
+        from harness.submission import import_submission
+        from reference import get_task
         self.conn = conn
         self.task = get_task(task)
-        self.kernel = import_submission(Path(submission_path)).custom_kernel
+        self.guarded = guarded
         self.chores = DeviceChores()
+        self.trap = ReferenceTrap()
+        if guarded:
+            self.trap.install()
+        self.integrity = Integrity(self.task)  # snapshot before the submission's code runs
+        self.kernel = import_submission(Path(submission_path)).custom_kernel
+        self.check_integrity()
 
     def progress(self, text: str):
         self.conn.send(("progress", text))
 
-    def generate(self, job: dict, seed: int):
-        return self.task.generate_input(**{**job["args"], "seed": seed}, values=job["values"])
+    def generate(self, job: dict, seed: int, values: str | None = None):
+        return self.task.generate_input(**{**job["args"], "seed": seed}, values=values or job["values"])
 
-    def timed_first_call(self, data):
+    def outputs_allowed(self, data) -> list:
+        """The tensors an output may be: c, or each group's c."""
+        return [abc[2] for abc in data[0]] if isinstance(data[0], list) else [data[-1]]
+
+    def check_integrity(self):
+        replaced = self.integrity.replaced()
+        if replaced:
+            raise Verdict("tampered", "the submission replaced harness or torch functions: " + ", ".join(replaced))
+
+    def guarded_call(self, data, original=None):
+        """One untimed call with every per-call defense; returns (output, ns until its stream is done)."""
+        from harness import guard
+        before = guard.threads()
         self.chores.synchronize()
         t0 = time.perf_counter_ns()
+        self.trap.inside = True
         out = self.kernel(data)
-        self.chores.synchronize()
-        return out, time.perf_counter_ns() - t0
+        self.trap.inside = False
+        if not self.guarded:
+            self.chores.synchronize()
+            return out, time.perf_counter_ns() - t0
+        problem = guard.inspect_outputs(out, data, self.outputs_allowed(data))
+        if problem:
+            raise Verdict("fail", problem)
+        probe = guard.DeferredWriteProbe(out)  # waits for the current stream only
+        elapsed = time.perf_counter_ns() - t0
+        for check in (probe.changed(), guard.new_threads(before), self.persisting_l2(), self.trap.verdict()):
+            if check:
+                raise Verdict("fail", check)
+        if original is not None:
+            self.unchanged(data, original)
+        self.check_integrity()
+        return out, elapsed
+
+    def persisting_l2(self) -> str:
+        from harness.guard import persisting_l2_limit
+        if persisting_l2_limit(self.chores.cudart) > 0:
+            return "the submission set a persisting-L2 cache limit (cudaLimitPersistingL2CacheSize)"
+        return ""
+
+    def unchanged(self, given, original):
+        """Inputs other than the output buffers must be as generated."""
+        import torch
+
+        from harness.guard import _storages
+        allowed = {id(t) for t in self.outputs_allowed(given)}
+        for x, y in zip(_storages(given), _storages(original)):
+            if id(x) not in allowed and not torch.equal(x.reshape(-1).view(torch.uint8), y.reshape(-1).view(torch.uint8)):
+                raise Verdict("fail", f"the submission modified an input tensor of shape {tuple(x.shape)} ({x.dtype})")
 
     def test(self, job: dict) -> dict:
         self.progress("generating input")
         data = self.generate(job, job["seeds"][0])
         self.progress("calling custom_kernel")
-        out, first_ns = self.timed_first_call(clone_data(data))
+        given = clone_data(data)
+        out, first_ns = self.guarded_call(given, original=data)
         self.progress("checking against the reference")
         report = self.task.check(data, out)
         return {"status": "pass" if report.ok else "fail", "message": report.message, "first_call_ns": first_ns}
 
     def benchmark(self, job: dict) -> dict:
+        from harness import guard
         from harness.device import RegionTimer
         from harness.stats import StopRule, calculate
         seeds = job["seeds"]
         self.progress(f"generating {len(seeds)} inputs")
         inputs = [self.generate(job, s) for s in seeds]
         expected = [self.task.ref_kernel(d) for d in inputs]
-        self.progress("first calls and correctness check")
-        outputs = [None] * len(inputs)
-        outputs[0], first_ns = self.timed_first_call(clone_data(inputs[0]))
-        outputs[1:] = [self.kernel(clone_data(d)) for d in inputs[1:]]
+        flipped = [negate(e) for e in expected]
+        shared = list(guard._storages(inputs))
+        prints = guard.fingerprint(shared) if self.guarded else None
+        patterns = guard.sign_patterns(len(inputs))
+
+        self.progress("first calls and correctness checks")
+        signs = next(patterns) if self.guarded else [False] * len(inputs)
+        outputs, first_ns = [], None
+        for i, d in enumerate(inputs):
+            out, host_ns = self.guarded_call(self.task.fresh_variant(d, signs[i]))
+            first_ns = host_ns if first_ns is None else first_ns
+            outputs.append(out)
         self.chores.synchronize()
-        failure = self.compare_all(outputs, expected)
+        if self.guarded and guard.fingerprint(shared) != prints:
+            raise Verdict("fail", "the submission modified its input tensors (other than the output c)")
+        failure = self.compare_all(outputs, [flipped[i] if s else expected[i] for i, s in enumerate(signs)])
         if failure:
             return {"status": "fail", "message": failure, "first_call_ns": first_ns}
+        if self.guarded:
+            general = self.generate(job, seeds[0], values="general")
+            out, _ = self.guarded_call(clone_data(general), original=general)
+            report = self.task.check(general, out)
+            if not report.ok:
+                return {"status": "fail", "message": f"general-value input: {report.message}{STALE_HINT}",
+                        "first_call_ns": first_ns}
 
         rule = StopRule(**job["stop"])
         timer = RegionTimer(self.chores.gpu)
         durations = []
         started = time.perf_counter_ns()
         while True:
-            batch = [clone_data(d) for d in inputs] if job["recheck"] else inputs
+            signs = next(patterns) if self.guarded else [False] * len(inputs)
+            batch = [self.task.fresh_variant(d, s) for d, s in zip(inputs, signs)] if self.guarded else inputs
+            before = guard.threads()
             self.chores.synchronize()
             self.chores.before_sample()
+            self.chores.synchronize()
+            self.trap.inside = True
             timer.start()
             outputs = [self.kernel(d) for d in batch]
             timer.stop()
-            self.chores.synchronize()
-            durations.append(timer.elapsed_ns() / len(batch))
-            if job["recheck"]:
-                failure = self.compare_all(outputs, expected)
+            self.trap.inside = False
+            end_done = timer.wait()
+            region = timer.elapsed_ns()
+            if self.guarded:
+                late = guard.escaped(guard.pending_after(end_done), region) if self.chores.gpu else ""
+                late = late or guard.new_threads(before) or guard.distinct_outputs(outputs) or self.persisting_l2()
+                late = late or self.trap.verdict()
+                late = late or next((f"input {i}: {p}" for i, p in enumerate(
+                    guard.inspect_outputs(o, d, self.outputs_allowed(d)) for o, d in zip(outputs, batch)) if p), "")
+                if late:
+                    raise Verdict("fail", f"sample {len(durations) + 1}: {late}")
+            else:
+                self.chores.synchronize()
+            durations.append(region / len(batch))
+            if self.guarded:
+                failure = self.compare_all(outputs, [flipped[i] if s else expected[i] for i, s in enumerate(signs)])
                 if failure:
-                    return {"status": "fail", "message": f"sample {len(durations)}: {failure}", "first_call_ns": first_ns}
+                    return {"status": "fail", "message": f"sample {len(durations)}: {failure}{STALE_HINT}",
+                            "first_call_ns": first_ns,
+                            "stats": calculate(durations).as_dict()}
+                self.check_integrity()
             wall = time.perf_counter_ns() - started
             if len(durations) % 10 == 0:
                 self.progress(f"{len(durations)} samples, {wall / 1e9:.1f} s")
             if rule.done(durations, wall):
                 break
+        if self.guarded and guard.fingerprint(shared) != prints:
+            raise Verdict("fail", "the submission modified its input tensors during the timed samples")
         return {"status": "pass", "message": "", "first_call_ns": first_ns,
-                "stats": calculate(durations).as_dict(), "samples_ns": durations}
+                "stats": calculate(durations).as_dict(), "samples_ns": durations, "guarded": self.guarded}
 
     def compare_all(self, outputs, expected) -> str:
         for i, (out, ref) in enumerate(zip(outputs, expected)):
@@ -128,16 +241,19 @@ class _null:
         return False
 
 
-def main(conn, task: str, submission_path: str):
+def main(conn, task: str, submission_path: str, guarded: bool = True):
     """Entry point of the spawned process."""
     os.dup2(2, 1)  # the submission's prints go to stderr, keeping the runner's stdout clean
     sys.stdout = sys.stderr
     try:
         from harness.device import describe
-        jobs = Jobs(conn, task, submission_path)
+        jobs = Jobs(conn, task, submission_path, guarded)
         conn.send(("ready", describe()))
+    except Verdict as exc:
+        conn.send(("fatal", {"status": exc.status, "message": exc.message}))
+        return
     except BaseException as exc:  # noqa: BLE001 - any failure to start is reported, not raised
-        conn.send(("fatal", _explain(exc)))
+        conn.send(("fatal", {"status": "error", "message": f"submission failed to load: {_explain(exc)}"}))
         return
     while True:
         try:
@@ -146,11 +262,14 @@ def main(conn, task: str, submission_path: str):
             return
         if job is None:
             return
+        token = job.pop("token", None)
         try:
             result = getattr(jobs, job["mode"])(job)
+        except Verdict as exc:
+            result = {"status": exc.status, "message": exc.message}
         except BaseException as exc:  # noqa: BLE001 - the submission's exception becomes a verdict
             result = {"status": "error", "message": _explain(exc)}
-        conn.send(("result", result))
+        conn.send(("result", {**result, "token": token}))
 
 
 def _explain(exc: BaseException) -> str:

@@ -8,7 +8,7 @@ import torch
 from . import general_values as gv
 from .checker import CheckReport, compare
 from .compute import default_device, matmul_nt
-from .nvfp4 import SF_VEC, ceil_div, dequantize, mma_layout_shape, reordered_scales
+from .nvfp4 import SF_VEC, ceil_div, dequantize, fresh_tuple, mma_layout_shape, reordered_scales
 
 SIGN_AND_LOW_BITS = 0b1011_1011  # keeps e2m1 values in {+-0, +-0.5, +-1, +-1.5}
 GENERAL_TARGET_STD = 8.0  # each product's spread; the output is a product of two such values
@@ -62,6 +62,10 @@ def ref_kernel(data) -> torch.Tensor:
         out[:, :, li] = (torch.nn.functional.silu(gate) * up).to(torch.float16)
     return out
 
+
+def fresh_variant(data, negate: bool):
+    """Input tuple for one timed call: fresh b2 (negated when asked; the output then negates) and c."""
+    return fresh_tuple(data, 2, negate)
 
 check_output = compare  # (output, expected) -> CheckReport
 

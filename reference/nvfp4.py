@@ -79,3 +79,17 @@ def gather_from_mma_layout(reordered: torch.Tensor, mn: int, sf_k: int) -> torch
 def reordered_scales(ref: torch.Tensor, fill: torch.Tensor) -> torch.Tensor:
     """The MMA-layout copy of ref [mn, sf_k, l]: `fill` (shape mma_layout_shape) supplies the padding."""
     return scatter_to_mma_layout(fill.permute(*MMA_PERMUTE), ref)
+
+
+def flip_signs(packed: torch.Tensor) -> torch.Tensor:
+    """A fresh copy of packed e2m1 pairs with every value negated (sign bits 3 and 7 flipped)."""
+    return (as_bytes(packed) ^ 0x88).view(packed.dtype)
+
+
+def fresh_tuple(data: tuple, index: int, negate: bool) -> tuple:
+    """New input tuple whose packed operand at `index` and output c (last) have fresh storage, the
+    operand's values negated when asked (an exact product then negates too); the rest is shared."""
+    items = list(data)
+    items[index] = flip_signs(items[index]) if negate else items[index].clone()
+    items[-1] = items[-1].clone()
+    return tuple(items)

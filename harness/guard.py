@@ -1,0 +1,239 @@
+"""Run-time defenses inside the worker: checks that turn the known cheats into verdicts.
+
+- Integrity: the timers, clone, flush, checker and result channel are snapshotted before the
+  submission is imported; any replacement (object or code) is reported by name. Measurements
+  themselves go through references saved at import time, so a patch cannot change them.
+- Outputs: plain torch.Tensor objects with their own storage, not aliasing any input but the
+  designated output c, and distinct from each other within a sample.
+- Deferred writes: a secret random subset of each output is read when the call returns and
+  again after a device-wide synchronize; any difference is a verdict.
+- Escapes: Python threads still alive after the calls, work still pending on the device after
+  the timed region's end event (side streams), a persisting-L2 limit left set.
+"""
+import ctypes
+import secrets
+import threading
+import time
+
+import torch
+
+from . import device
+
+ESCAPE_MIN_NS = 50_000.0  # pending device work after the end event that is never noise
+ESCAPE_FRACTION = 0.25  # ... or more than this share of the timed region
+DEFERRED_PROBE = 64  # output elements fingerprinted per call
+CPU_SETTLE_S = 0.02  # on a CPU, time given to a deferred writer before the second fingerprint
+
+
+def _watched() -> dict:
+    """Objects a cheat would replace, by name. Resolved fresh each time they are checked."""
+    import multiprocessing.connection as mpc
+
+    import reference.checker as checker
+    from harness import worker
+    return {
+        "torch.cuda.Event.record": torch.cuda.Event.record,
+        "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
+        "torch.cuda.Event.synchronize": torch.cuda.Event.synchronize,
+        "torch.cuda.synchronize": torch.cuda.synchronize,
+        "torch.Tensor.clone": torch.Tensor.clone,
+        "torch.Tensor.copy_": torch.Tensor.copy_,
+        "torch.equal": torch.equal,
+        "time.perf_counter_ns": time.perf_counter_ns,
+        "multiprocessing.connection.Connection.send": mpc.Connection.send,
+        "harness.device.RegionTimer.start": device.RegionTimer.start,
+        "harness.device.RegionTimer.stop": device.RegionTimer.stop,
+        "harness.device.RegionTimer.elapsed_ns": device.RegionTimer.elapsed_ns,
+        "harness.device.DeviceChores.before_sample": device.DeviceChores.before_sample,
+        "harness.device.DeviceChores.synchronize": device.DeviceChores.synchronize,
+        "harness.worker.clone_data": worker.clone_data,
+        "harness.worker.Jobs.benchmark": worker.Jobs.benchmark,
+        "harness.worker.Jobs.test": worker.Jobs.test,
+        "harness.worker.Jobs.compare_all": worker.Jobs.compare_all,
+        "reference.checker.compare": checker.compare,
+        "reference.checker.compare_groups": checker.compare_groups,
+        "harness.guard.inspect_outputs": inspect_outputs,
+        "harness.guard.Integrity.replaced": Integrity.replaced,
+    }
+
+
+def _code(obj):
+    return getattr(obj, "__code__", None)
+
+
+class Integrity:
+    """Snapshot of the watched objects (and the task module's functions), taken before import."""
+
+    def __init__(self, task_module):
+        self.task_module = task_module
+        self.saved = {**_watched(), **self._task_functions()}
+        self.codes = {name: _code(obj) for name, obj in self.saved.items()}
+
+    def _task_functions(self) -> dict:
+        names = ("generate_input", "ref_kernel", "check_output", "fresh_variant")
+        return {f"reference.{self.task_module.__name__.split('.')[-1]}.{n}": getattr(self.task_module, n) for n in names}
+
+    def replaced(self) -> list[str]:
+        now = {**_watched(), **self._task_functions()}
+        return [name for name, obj in self.saved.items()
+                if now.get(name) is not obj or _code(now.get(name)) is not self.codes[name]]
+
+
+def _storages(obj):
+    if isinstance(obj, torch.Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for item in obj:
+            yield from _storages(item)
+
+
+def _span(t: torch.Tensor) -> tuple[int, int, str]:
+    s = t.untyped_storage()
+    return s.data_ptr(), s.data_ptr() + s.nbytes(), str(t.device)
+
+
+def _overlaps(x, y) -> bool:
+    (a0, a1, da), (b0, b1, db) = _span(x), _span(y)
+    return da == db and a0 < b1 and b0 < a1 and a1 > a0
+
+
+def inspect_outputs(outputs, data, allowed: list) -> str:
+    """'' when every output is a plain tensor that aliases no input but its own allowed buffer."""
+    outs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    inputs = list(_storages(data))
+    for i, out in enumerate(outs):
+        if type(out) is not torch.Tensor:
+            return f"output {i} is a {type(out).__module__}.{type(out).__name__}, not a plain torch.Tensor"
+        own = allowed[i] if i < len(allowed) else None
+        for x in inputs:
+            if x is not own and not (own is not None and _span(x) == _span(own)) and _overlaps(out, x):
+                return f"output {i} shares storage with an input tensor of shape {tuple(x.shape)} ({x.dtype})"
+    return ""
+
+
+def distinct_outputs(batch_outputs: list) -> str:
+    """'' when no two calls of one sample returned the same storage."""
+    seen = {}
+    for call, outputs in enumerate(batch_outputs):
+        for out in outputs if isinstance(outputs, (list, tuple)) else [outputs]:
+            if isinstance(out, torch.Tensor):
+                key = _span(out)
+                if key in seen and seen[key] != call:
+                    return f"calls {seen[key]} and {call} returned the same output storage"
+                seen[key] = call
+    return ""
+
+
+class DeferredWriteProbe:
+    """Fingerprints of a secret random subset of an output: at return, and after synchronizing."""
+
+    def __init__(self, outputs):
+        self.outs = [o for o in (outputs if isinstance(outputs, (list, tuple)) else [outputs])
+                     if isinstance(o, torch.Tensor) and o.numel() > 0]
+        self.index = [torch.tensor([secrets.randbelow(o.numel()) for _ in range(DEFERRED_PROBE)], device=o.device)
+                      for o in self.outs]
+        self.first = self._read()  # copies on the current stream only: side streams are not waited for
+
+    def _read(self):
+        """The probed elements' bits, copied on the current stream (NaN-safe to compare)."""
+        return [o.detach().reshape(-1)[i].to("cpu").view(torch.uint8) for o, i in zip(self.outs, self.index)]
+
+    def changed(self) -> str:
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        else:
+            time.sleep(CPU_SETTLE_S)
+        for n, (a, b) in enumerate(zip(self.first, self._read())):
+            if not torch.equal(a, b):
+                return f"output {n} changed after custom_kernel returned (work finishing outside the call)"
+        return ""
+
+
+def threads() -> set:
+    return set(threading.enumerate())
+
+
+def new_threads(before: set) -> str:
+    extra = [t for t in threading.enumerate() if t not in before and t.is_alive()]
+    return f"the submission left {len(extra)} thread(s) running after its calls: {', '.join(t.name for t in extra)}" \
+        if extra else ""
+
+
+def fingerprint(tensors: list) -> list:
+    """Position-sensitive checksums of tensors' bytes, to notice an input modified in place."""
+    sums = []
+    for t in tensors:
+        b = t.detach().reshape(-1).view(torch.uint8).to(torch.int64)
+        weights = torch.arange(b.numel(), device=b.device) % 65521 + 1
+        sums.append((int(b.sum()), int((b * weights).sum())))
+    return sums
+
+
+def persisting_l2_limit(cudart) -> int:
+    if cudart is None:
+        return 0
+    value = ctypes.c_size_t(0)
+    if cudart.cudaDeviceGetLimit(ctypes.byref(value), device.DeviceChores.CUDA_LIMIT_PERSISTING_L2) != 0:
+        return 0
+    return value.value
+
+
+def sign_patterns(n_inputs: int):
+    """Secret negate/keep choices per input, one list per sample. The first timed sample is the
+    exact opposite of the correctness pass, so anything remembered from it is wrong at once."""
+    first = [bool(secrets.randbits(1)) for _ in range(n_inputs)]
+    yield first
+    yield [not s for s in first]
+    while True:
+        yield [bool(secrets.randbits(1)) for _ in range(n_inputs)]
+
+
+def pending_after(end_event_done_ns: int) -> float:
+    """Nanoseconds a device-wide synchronize still waited after the end event had completed."""
+    torch.cuda.synchronize()
+    return float(time.perf_counter_ns() - end_event_done_ns)
+
+
+def escaped(pending_ns: float, region_ns: float) -> str:
+    if pending_ns > max(ESCAPE_MIN_NS, ESCAPE_FRACTION * region_ns):
+        return (f"the device was still busy {pending_ns / 1e3:.0f} µs after the timed region ended "
+                f"({region_ns / 1e3:.0f} µs): work escaped the timing events (side stream or thread)")
+    return ""
+
+
+class ReferenceTrap:
+    """Records calls into the evaluator's reference code (or torch._scaled_mm) made from inside
+    custom_kernel. Installed before the submission is imported; the calls still go through."""
+
+    def __init__(self):
+        self.inside = False
+        self.calls = []
+
+    def install(self):
+        import sys
+        import types
+        for module_name, module in list(sys.modules.items()):
+            if module is None or not (module_name == "reference" or module_name.startswith("reference.")):
+                continue
+            for name, obj in list(vars(module).items()):
+                if isinstance(obj, types.FunctionType) and obj.__module__.startswith("reference"):
+                    setattr(module, name, self._wrap(obj, f"{module_name}.{name}"))
+        if hasattr(torch, "_scaled_mm"):
+            torch._scaled_mm = self._wrap(torch._scaled_mm, "torch._scaled_mm")
+
+    def _wrap(self, fn, name):
+        import functools
+
+        @functools.wraps(fn)
+        def traced(*args, **kwargs):
+            if self.inside:
+                self.calls.append(name)
+            return fn(*args, **kwargs)
+        return traced
+
+    def verdict(self) -> str:
+        if not self.calls:
+            return ""
+        names = sorted(set(self.calls))
+        self.calls.clear()
+        return "custom_kernel called the evaluator's reference code: " + ", ".join(names)

@@ -1,0 +1,103 @@
+"""The red-team suite: each cheating or broken submission gets its own clear verdict, the run goes
+on, and honest files are not flagged. CPU cases run here; GPU-only cases need CUDA."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+REDTEAM = Path(__file__).resolve().parent / "redteam"
+
+CPU_CASES = {
+    "cache_by_id": ("fail", "mismatch"),
+    "cache_by_data_ptr": ("fail", "mismatch"),
+    "cache_by_shape": ("fail", "mismatch"),
+    "cache_by_call_count": ("fail", "remembered from earlier calls"),
+    "superbatch": ("fail", "remembered from earlier calls"),
+    "worker_thread": ("fail", "changed after custom_kernel returned"),
+    "lazy_subclass": ("fail", "not a plain torch.Tensor"),
+    "return_input": ("fail", "shares storage with an input"),
+    "timer_patch": ("tampered", "torch.cuda.Event.elapsed_time"),
+    "evaluator_patch": ("tampered", "reference.checker.compare"),
+    "mutate_inputs": ("fail", "modified its input tensors"),
+    "reference_call": ("fail", "called the evaluator's reference code"),
+    "fake_result": ("tampered", "without this job's token"),
+    "wrong_shape": ("fail", "shape (128, 127, 1)"),
+    "wrong_dtype": ("fail", "dtype torch.float32"),
+    "nan_output": ("fail", "got nan"),
+}
+GPU_CASES = {
+    "side_stream": ("fail", "escaped the timing events"),
+    "persisting_l2": ("fail", "persisting-L2"),
+}
+
+
+def run(name: str, *extra):
+    proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
+                           str(REDTEAM / f"{name}.py"), "--mode", "benchmark", "--shapes", "smoke", "--json", *extra],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT)
+    return proc, json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("name", sorted(CPU_CASES))
+def test_cheat_gets_its_verdict(name, results_dir):
+    status, words = CPU_CASES[name]
+    proc, out = run(name, "--case", "0")
+    assert proc.returncode == 1
+    record = out[0]["records"][0]
+    assert record["status"] == status and words in record["message"], record["message"]
+    assert len(pd.read_json(results_dir / "gemm.jsonl", lines=True)) == 1
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("name", sorted(GPU_CASES))
+def test_gpu_cheat_gets_its_verdict(name, results_dir):
+    status, words = GPU_CASES[name]
+    proc, out = run(name, "--case", "0")
+    record = out[0]["records"][0]
+    assert record["status"] == status and words in record["message"], record["message"]
+
+
+def test_run_continues_after_a_verdict_and_the_file_stays_whole(results_dir):
+    proc, out = run("superbatch")  # both smoke shapes
+    assert [r["status"] for r in out[0]["records"]] == ["fail", "fail"]
+    proc, out = run("wrong_dtype")
+    df = pd.read_json(results_dir / "gemm.jsonl", lines=True)
+    assert len(df) == 4 and list(df["status"]) == ["fail"] * 4
+
+
+def test_honest_v0_is_not_flagged_and_precheck_is_quiet(results_dir):
+    proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission", "v0", "--mode",
+                           "leaderboard", "--case", "1", "--json"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    out = json.loads(proc.stdout)
+    assert proc.returncode == 0 and out[0]["precheck"] == []
+    assert out[0]["records"][0]["status"] == "pass"
+
+
+def test_precheck_points_at_lines():
+    from harness.precheck import scan
+    found = {(f.line, f.why) for f in scan(REDTEAM / "cache_by_id.py")}
+    assert any("id()" in why for _, why in found) and any("module-level cache" in why for _, why in found)
+    assert any("timer patching" in f.why for f in scan(REDTEAM / "timer_patch.py"))
+    assert any("threads" in f.why for f in scan(REDTEAM / "worker_thread.py"))
+    assert any("reference path" in f.why for f in scan(REDTEAM / "reference_call.py"))
+    assert any("stream" in f.why for f in scan(REDTEAM / "side_stream.py"))
+    assert any("persisting" in f.why for f in scan(REDTEAM / "persisting_l2.py"))
+    assert scan(ROOT / "submissions" / "gemm" / "v0.py") == []
+
+
+def test_physical_limit_gate_refuses_impossible_times():
+    from harness.session import make_record
+    from harness.submission import Submission
+    sub = Submission(ROOT / "x.py", "gemm", "vX", "0" * 64)
+    job = {"args": {"m": 128, "n": 7168, "k": 16384, "l": 1, "seed": 1}, "kind": "benchmarks", "index": 0,
+           "label": "", "spec": "", "values": "contest", "seeds": [1], "sol_b200_us": None}
+    fast = {"status": "pass", "stats": {"mean": 1000.0}}
+    record = make_record(sub, "benchmark", job, fast, {"name": "NVIDIA H200"}, "r", {})
+    assert record["status"] == "impossible" and "speed of light" in record["message"]
+    slow = {"status": "pass", "stats": {"mean": 40_000.0}}
+    assert make_record(sub, "benchmark", job, slow, {"name": "NVIDIA H200"}, "r", {})["status"] == "pass"
