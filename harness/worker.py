@@ -62,6 +62,9 @@ class Jobs:
         if guarded:
             self.trap.install()
         self.integrity = Integrity(self.task)  # snapshot before the submission's code runs
+        from harness.guard import persisting_l2_limit
+        self.chores.reset_persisting_l2()
+        self.l2_baseline = persisting_l2_limit(self.chores.cudart)  # as the driver reports it before any submission code
         self.kernel = import_submission(Path(submission_path)).custom_kernel
         self.check_integrity()
 
@@ -107,8 +110,10 @@ class Jobs:
 
     def persisting_l2(self) -> str:
         from harness.guard import persisting_l2_limit
-        if persisting_l2_limit(self.chores.cudart) > 0:
-            return "the submission set a persisting-L2 cache limit (cudaLimitPersistingL2CacheSize)"
+        now = persisting_l2_limit(self.chores.cudart)
+        if now != self.l2_baseline:
+            return (f"the submission changed the persisting-L2 cache limit (cudaLimitPersistingL2CacheSize: "
+                    f"{self.l2_baseline} -> {now} bytes)")
         return ""
 
     def unchanged(self, given, original):

@@ -21,3 +21,8 @@ for t in "gemv v1" "gemm v0"; do
     echo "$1 $2 $mode wall $(python3 -c "print(f'{$e-$s:.2f}')") s"
   done
 done | tee "$OUT/defense_cost.log"
+python3 -c "
+import ctypes, torch
+from harness.device import DeviceChores
+from harness.guard import persisting_l2_limit
+c = DeviceChores(); print('persisting-L2 limit before reset', persisting_l2_limit(c.cudart)); c.reset_persisting_l2(); print('after reset', persisting_l2_limit(c.cudart))"

@@ -32,7 +32,7 @@ CPU_CASES = {
 }
 GPU_CASES = {
     "side_stream": ("fail", "escaped the timing events"),
-    "persisting_l2": ("fail", "persisting-L2"),
+    "persisting_l2": ("fail", "persisting-L2 cache limit"),
 }
 
 
