@@ -113,6 +113,7 @@ def make_record(sub: Submission, mode: str, job: dict, result: dict, device: dic
         "measured_sol_ns": sol.measured_sol_ns(sub.task, flops, nbytes, calibration),
         "sol_b200_ns": job["sol_b200_us"] * 1e3 if job.get("sol_b200_us") else None,
         "gpu": device, "git": results.git_state(),
+        "guard_ns": result.get("guard_ns"), "job_ns": result.get("job_ns"),
     }
     if "report" in result:
         record["profile"] = result["report"]

@@ -29,6 +29,17 @@ def _fail(message: str) -> CheckReport:
 
 
 @torch.no_grad()
+def mismatch_count(received: torch.Tensor, expected: torch.Tensor, rtol: float = RTOL, atol: float = ATOL) -> torch.Tensor:
+    """Number of elements breaking the rule, as a device scalar (no host sync); same-shape tensors."""
+    diff = torch.abs(received - expected)
+    bad = diff > atol + rtol * torch.abs(expected)
+    bad |= torch.isnan(received) ^ torch.isnan(expected)
+    bad |= torch.isposinf(received) ^ torch.isposinf(expected)
+    bad |= torch.isneginf(received) ^ torch.isneginf(expected)
+    return bad.count_nonzero()
+
+
+@torch.no_grad()
 def compare(received, expected: torch.Tensor, rtol: float = RTOL, atol: float = ATOL, name: str = "output") -> CheckReport:
     """Compare one tensor against the reference; never raises on a wrong output."""
     if not isinstance(received, torch.Tensor):
@@ -38,15 +49,12 @@ def compare(received, expected: torch.Tensor, rtol: float = RTOL, atol: float = 
     if received.dtype != expected.dtype:
         return _fail(f"{name}: dtype {received.dtype} != expected {expected.dtype}")
     got = received.detach().to(expected.device)
-    diff = torch.abs(got - expected)
-    tolerance = atol + rtol * torch.abs(expected)
-    bad = diff > tolerance
-    bad |= torch.isnan(got) ^ torch.isnan(expected)
-    bad |= torch.isposinf(got) ^ torch.isposinf(expected)
-    bad |= torch.isneginf(got) ^ torch.isneginf(expected)
-    count = int(bad.count_nonzero().item())
+    count = int(mismatch_count(got, expected, rtol, atol).item())
     if count == 0:
         return CheckReport(ok=True)
+    diff = torch.abs(got - expected)
+    bad = (diff > atol + rtol * torch.abs(expected)) | (torch.isnan(got) ^ torch.isnan(expected))
+    bad |= (torch.isposinf(got) ^ torch.isposinf(expected)) | (torch.isneginf(got) ^ torch.isneginf(expected))
     finite = torch.isfinite(diff)
     max_abs = float(diff[finite].max().item()) if bool(finite.any()) else float("nan")
     first = []
