@@ -164,13 +164,25 @@ def new_threads(before: set) -> str:
         if extra else ""
 
 
+def _flat_words(t: torch.Tensor) -> torch.Tensor:
+    """The bytes of a dense tensor as one flat int32 (or int16/uint8) view, without copying."""
+    nbytes = t.numel() * t.element_size()
+    flat = torch.as_strided(t.detach(), (t.numel(),), (1,), t.storage_offset()).view(torch.uint8)
+    for dtype, size in ((torch.int32, 4), (torch.int16, 2)):
+        if nbytes % size == 0 and flat.data_ptr() % size == 0:
+            return flat.view(dtype)
+    return flat
+
+
 def fingerprint(tensors: list) -> list:
-    """Position-sensitive checksums of tensors' bytes, to notice an input modified in place."""
+    """Position-sensitive checksums of dense tensors' bytes (int32 words, wrapping products),
+    to notice an input modified in place. Two passes over the bytes, no widening."""
     sums = []
     for t in tensors:
-        b = t.detach().reshape(-1).view(torch.uint8).to(torch.int64)
-        weights = torch.arange(b.numel(), device=b.device) % 65521 + 1
-        sums.append((int(b.sum()), int((b * weights).sum())))
+        w = _flat_words(t)
+        weights = torch.arange(1, w.numel() + 1, dtype=w.dtype if w.dtype != torch.uint8 else torch.int16,
+                               device=w.device)
+        sums.append((int(w.sum(dtype=torch.int64)), int((w * weights).sum(dtype=torch.int64))))
     return sums
 
 

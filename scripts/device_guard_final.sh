@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# One device call: the GPU-only red-team cases under pytest, and the defenses' share of full
+# benchmark runs. Usage on the device: NVFP4_ARENA_COMMIT=<hash> bash scripts/device_guard_final.sh
+set -u
+export PYTHONUNBUFFERED=1
+python3 -m pytest -q tests/test_redteam.py -k "gpu" 2>&1 | tail -4
+export NVFP4_ARENA_RESULTS="$OUT"
+for tv in "gemv v1" "gemm v0" "dual_gemm v0" "group_gemm v0"; do
+  set -- $tv
+  s=$(date +%s%N)
+  python3 run.py --task "$1" --submission "$2" --mode benchmark --json 2>/dev/null > "$OUT/run.json"
+  e=$(date +%s%N)
+  python3 - "$1" "$2" $(( (e - s) / 1000000 )) <<'PY'
+import json, os, sys
+task, version, wall_ms = sys.argv[1], sys.argv[2], int(sys.argv[3])
+recs = json.load(open(os.environ["OUT"] + "/run.json"))[0]["records"]
+guard = sum(r.get("guard_ns") or 0 for r in recs) / 1e6
+print(f"{task} {version}: run wall {wall_ms / 1e3:.2f} s, defenses {guard / 1e3:.3f} s ({100 * guard / wall_ms:.2f}%), "
+      f"statuses {[r['status'] for r in recs]}, means us {[round(r['stats']['mean'] / 1e3, 2) for r in recs if r.get('stats')]}")
+PY
+done | tee "$OUT/defense_cost.log"
+rm -f "$OUT/run.json"
