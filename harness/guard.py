@@ -19,8 +19,9 @@ import torch
 
 from . import device
 
-ESCAPE_MIN_NS = 50_000.0  # pending device work after the end event that is never noise
-ESCAPE_FRACTION = 0.25  # ... or more than this share of the timed region
+ESCAPE_MIN_NS = 50_000.0  # pending device work after the end event beyond this ...
+ESCAPE_FRACTION = 0.25  # ... and beyond this share of the timed region is suspicious ...
+ESCAPE_REPEATS = 3  # ... and a verdict once it happens in this many samples in a row (host jitter is sporadic)
 DEFERRED_PROBE = 64  # output elements fingerprinted per call
 CPU_SETTLE_S = 0.02  # on a CPU, time given to a deferred writer before the second fingerprint
 
@@ -211,11 +212,22 @@ def pending_after(end_event_done_ns: int) -> float:
     return float(time.perf_counter_ns() - end_event_done_ns)
 
 
-def escaped(pending_ns: float, region_ns: float) -> str:
-    if pending_ns > max(ESCAPE_MIN_NS, ESCAPE_FRACTION * region_ns):
+class EscapeWatch:
+    """Counts samples in a row whose device stayed busy after the end event."""
+
+    def __init__(self):
+        self.in_a_row = 0
+
+    def observe(self, pending_ns: float, region_ns: float) -> str:
+        if pending_ns <= max(ESCAPE_MIN_NS, ESCAPE_FRACTION * region_ns):
+            self.in_a_row = 0
+            return ""
+        self.in_a_row += 1
+        if self.in_a_row < ESCAPE_REPEATS:
+            return ""
         return (f"the device was still busy {pending_ns / 1e3:.0f} µs after the timed region ended "
-                f"({region_ns / 1e3:.0f} µs): work escaped the timing events (side stream or thread)")
-    return ""
+                f"({region_ns / 1e3:.0f} µs), {self.in_a_row} samples in a row: work escaped the timing events "
+                f"(side stream or thread)")
 
 
 class ReferenceTrap:

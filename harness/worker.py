@@ -179,6 +179,7 @@ class Jobs:
 
         rule = StopRule(**job["stop"])
         timer = RegionTimer(self.chores.gpu)
+        escapes = guard.EscapeWatch()
         durations = []
         started = time.perf_counter_ns()
         while True:
@@ -199,7 +200,7 @@ class Jobs:
             region = timer.elapsed_ns()
             t = time.perf_counter_ns()
             if self.guarded:
-                late = guard.escaped(guard.pending_after(end_done), region) if self.chores.gpu else ""
+                late = escapes.observe(guard.pending_after(end_done), region) if self.chores.gpu else ""
                 late = late or guard.new_threads(before) or guard.distinct_outputs(outputs) or self.persisting_l2()
                 late = late or self.trap.verdict()
                 late = late or next((f"input {i}: {p}" for i, p in enumerate(

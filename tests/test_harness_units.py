@@ -76,3 +76,11 @@ def test_results_append_is_whole_lines(tmp_path):
         f.write('{"torn": ')  # a writer that died mid-line
     assert [r["i"] for r in results.read(path)] == [0, 1, 2]
     assert json.loads(path.read_text().splitlines()[1])["text"] == "line\nbreak"
+
+
+def test_escape_watch_needs_repeats():
+    from harness.guard import ESCAPE_REPEATS, EscapeWatch
+    watch = EscapeWatch()
+    assert watch.observe(5e6, 1e6) == "" and watch.observe(10e3, 1e6) == ""  # one spike, then quiet
+    verdicts = [watch.observe(5e6, 1e6) for _ in range(ESCAPE_REPEATS)]
+    assert verdicts[:-1] == [""] * (ESCAPE_REPEATS - 1) and "escaped the timing events" in verdicts[-1]
