@@ -8,7 +8,7 @@ import torch
 from . import general_values as gv
 from .checker import CheckReport, compare_groups
 from .compute import default_device, matmul_nt
-from .nvfp4 import SF_VEC, ceil_div, dequantize, flip_signs, mma_layout_shape, reordered_scales
+from .nvfp4 import SF_VEC, ceil_div, dequantize, mma_layout_shape, reordered_scales
 
 SIGN_AND_LOW_BITS = 0b1011_1011
 GENERAL_TARGET_STD = 64.0
@@ -71,13 +71,15 @@ def ref_kernel(data) -> list[torch.Tensor]:
     return outs
 
 
-def fresh_variant(data, negate: bool):
-    """New input tuple for one timed call: fresh storage for every group's a and c, a's values
-    negated when asked (every exact output then negates too); the other tensors are shared."""
-    abc, sfasfb, reordered, sizes = data
-    fresh = [(flip_signs(a) if negate else a.clone(), b, c.clone()) for a, b, c in abc]
-    return (fresh, list(sfasfb), list(reordered), list(sizes))
+def fresh_slots(data) -> list:
+    """(operand to negate, output buffer) per group: negating a group's a negates its exact output."""
+    return [(a, c) for a, _, c in data[0]]
 
+
+def rebuild(data, fresh: list):
+    """The input tuple with each group's fresh (a, c) in place of the originals."""
+    abc, sfasfb, reordered, sizes = data
+    return ([(fa, b, fc) for (_, b, _), (fa, fc) in zip(abc, fresh)], list(sfasfb), list(reordered), list(sizes))
 
 check_output = compare_groups  # (outputs, expected list) -> CheckReport
 

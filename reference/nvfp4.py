@@ -81,15 +81,8 @@ def reordered_scales(ref: torch.Tensor, fill: torch.Tensor) -> torch.Tensor:
     return scatter_to_mma_layout(fill.permute(*MMA_PERMUTE), ref)
 
 
-def flip_signs(packed: torch.Tensor) -> torch.Tensor:
-    """A fresh copy of packed e2m1 pairs with every value negated (sign bits 3 and 7 flipped)."""
-    return (as_bytes(packed) ^ 0x88).view(packed.dtype)
-
-
-def fresh_tuple(data: tuple, index: int, negate: bool) -> tuple:
-    """New input tuple whose packed operand at `index` and output c (last) have fresh storage, the
-    operand's values negated when asked (an exact product then negates too); the rest is shared."""
+def replace_slots(data: tuple, index: int, fresh: list) -> tuple:
+    """Single-output tasks: the tuple with fresh[0] = (operand, output) at `index` and at the end."""
     items = list(data)
-    items[index] = flip_signs(items[index]) if negate else items[index].clone()
-    items[-1] = items[-1].clone()
+    items[index], items[-1] = fresh[0]
     return tuple(items)
