@@ -178,11 +178,15 @@ def _flat_words(t: torch.Tensor) -> torch.Tensor:
 def fingerprint(tensors: list) -> list:
     """Checksums of dense tensors' bytes (sums of all int32 words and of every other word), to
     notice an input modified in place: no temporaries, one host sync in all."""
-    sums = []
-    for t in tensors:
+    by_device = {}
+    for i, t in enumerate(tensors):
         w = _flat_words(t)
-        sums.append(torch.stack((w.sum(dtype=torch.int64), w[::2].sum(dtype=torch.int64))))
-    return torch.stack(sums).cpu().tolist() if sums else []
+        by_device.setdefault(w.device, []).append((i, torch.stack((w.sum(dtype=torch.int64), w[::2].sum(dtype=torch.int64)))))
+    sums = [None] * len(tensors)
+    for pairs in by_device.values():  # one host sync per device
+        for (i, _), value in zip(pairs, torch.stack([p for _, p in pairs]).cpu().tolist()):
+            sums[i] = value
+    return sums
 
 
 def persisting_l2_limit(cudart) -> int:
@@ -335,8 +339,8 @@ class FreshInputs:
     @staticmethod
     def _views(base, template, as_dtype):
         order = _physical_order(template)
-        inverse = [order.index(d) for d in range(template.dim())]
-        return [(base[i].permute(*inverse).view(as_dtype)) for i in range(base.shape[0])]
+        inverse = [1 + order.index(d) for d in range(template.dim())]
+        return base.permute(0, *inverse).view(as_dtype).unbind(0)
 
     def sample(self, signs: list) -> list:
         """Input tuples for one sample; input i's operand is negated where signs[i] is True."""
