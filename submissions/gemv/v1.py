@@ -6,7 +6,10 @@ program owns BLOCK_M rows of one batch and walks K; packed bytes are loaded as a
 integer arithmetic to exact fp32, multiplied with the decoded vector, summed per scale block,
 then scaled by sfa * sfb and accumulated in fp32. The vector b (row 0 only) is decoded per
 K chunk by every program and stays in L1/L2.
-Measured: see results/gemv.jsonl and results/h200/NOTES.md.
+Measured (H200, benchmark mode, 8 runs): 333-375 / 505-549 / 160-198 µs, geomean 305-343 µs
+(v0: 4017.8 µs, so about 12x); leaderboard mode 335.4 / 510.1 / 162.2 µs, geomean 302.8 µs.
+That is still 22-25x the 13.8 µs geomean SOL: 58.7 MB in 335 µs is 0.18 TB/s, so the loads
+are starved. Not yet profiled; the next versions attack bytes in flight and the decode cost.
 """
 import torch
 import triton
