@@ -88,3 +88,15 @@ def compare_groups(received, expected: list, rtol: float = RTOL, atol: float = A
         max_abs_error=max(r.max_abs_error for r in failed),
         first=failed[0].first,
     )
+
+
+def contest_checks(ref_kernel, check_output):
+    """A task's check(data, output) -> CheckReport, and the contest-shaped
+    check_implementation(data, output) -> (ok, message), both against ref_kernel(data)."""
+    def check(data, output) -> CheckReport:
+        return check_output(output, ref_kernel(data))
+
+    def check_implementation(data, output) -> tuple[bool, str]:
+        report = check(data, output)
+        return report.ok, report.message
+    return check, check_implementation

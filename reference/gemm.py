@@ -5,9 +5,9 @@ Input tuple (contest order): (a, b, sfa, sfb, sfa_permuted, sfb_permuted, c).
 import torch
 
 from . import general_values as gv
-from .checker import CheckReport, compare
+from .checker import compare, contest_checks
 from .compute import default_device, matmul_nt
-from .nvfp4 import SF_VEC, ceil_div, dequantize, mma_layout_shape, replace_slots, reordered_scales
+from .nvfp4 import SF_VEC, ceil_div, dequantize, mma_layout_shape, reordered_scales, single_output_slots
 
 GENERAL_TARGET_STD = 64.0
 
@@ -58,28 +58,9 @@ def ref_kernel(data) -> torch.Tensor:
     return out
 
 
-FLIP_INDEX = 0  # a: negating it negates the exact output
-
-
-def fresh_slots(data) -> list:
-    """(operand to negate, output buffer) pairs that each timed call gets fresh copies of."""
-    return [(data[FLIP_INDEX], data[-1])]
-
-
-def rebuild(data, fresh: list):
-    """The input tuple with the fresh (operand, output) pair in place of the originals."""
-    return replace_slots(data, FLIP_INDEX, fresh)
-
+fresh_slots, rebuild = single_output_slots(0)  # negating a negates the exact output
 check_output = compare  # (output, expected) -> CheckReport
-
-
-def check(data, output) -> CheckReport:
-    return check_output(output, ref_kernel(data))
-
-
-def check_implementation(data, output) -> tuple[bool, str]:
-    report = check(data, output)
-    return report.ok, report.message
+check, check_implementation = contest_checks(ref_kernel, check_output)
 
 
 def flops(m: int, n: int, k: int, l: int, **_) -> float:

@@ -6,7 +6,7 @@ The plain scale tensors sfa/sfb of each group live on the CPU, as in the contest
 import torch
 
 from . import general_values as gv
-from .checker import CheckReport, compare_groups
+from .checker import compare_groups, contest_checks
 from .compute import default_device, matmul_nt
 from .nvfp4 import SF_VEC, ceil_div, dequantize, mma_layout_shape, reordered_scales
 
@@ -82,15 +82,7 @@ def rebuild(data, fresh: list):
     return ([(fa, b, fc) for (_, b, _), (fa, fc) in zip(abc, fresh)], list(sfasfb), list(reordered), list(sizes))
 
 check_output = compare_groups  # (outputs, expected list) -> CheckReport
-
-
-def check(data, output) -> CheckReport:
-    return check_output(output, ref_kernel(data))
-
-
-def check_implementation(data, output) -> tuple[bool, str]:
-    report = check(data, output)
-    return report.ok, report.message
+check, check_implementation = contest_checks(ref_kernel, check_output)
 
 
 def flops(m, n, k, **_) -> float:

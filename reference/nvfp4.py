@@ -81,8 +81,14 @@ def reordered_scales(ref: torch.Tensor, fill: torch.Tensor) -> torch.Tensor:
     return scatter_to_mma_layout(fill.permute(*MMA_PERMUTE), ref)
 
 
-def replace_slots(data: tuple, index: int, fresh: list) -> tuple:
-    """Single-output tasks: the tuple with fresh[0] = (operand, output) at `index` and at the end."""
-    items = list(data)
-    items[index], items[-1] = fresh[0]
-    return tuple(items)
+def single_output_slots(index: int):
+    """fresh_slots(data) and rebuild(data, fresh) for a task with one output c (last in the tuple)
+    whose exact value negates when the packed operand at `index` is negated."""
+    def fresh_slots(data) -> list:
+        return [(data[index], data[-1])]
+
+    def rebuild(data, fresh: list) -> tuple:
+        items = list(data)
+        items[index], items[-1] = fresh[0]
+        return tuple(items)
+    return fresh_slots, rebuild

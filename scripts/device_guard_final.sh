@@ -10,13 +10,6 @@ for tv in "gemv v1" "gemm v0" "dual_gemm v0" "group_gemm v0"; do
   s=$(date +%s%N)
   python3 run.py --task "$1" --submission "$2" --mode benchmark --json 2>/dev/null > "$OUT/run.json"
   e=$(date +%s%N)
-  python3 - "$1" "$2" $(( (e - s) / 1000000 )) <<'PY'
-import json, os, sys
-task, version, wall_ms = sys.argv[1], sys.argv[2], int(sys.argv[3])
-recs = json.load(open(os.environ["OUT"] + "/run.json"))[0]["records"]
-guard = sum(r.get("guard_ns") or 0 for r in recs) / 1e6
-print(f"{task} {version}: run wall {wall_ms / 1e3:.2f} s, defenses {guard / 1e3:.3f} s ({100 * guard / wall_ms:.2f}%), "
-      f"statuses {[r['status'] for r in recs]}, means us {[round(r['stats']['mean'] / 1e3, 2) for r in recs if r.get('stats')]}")
-PY
+  python3 scripts/defense_share.py "$1" "$2" $(( (e - s) / 1000000 )) "$OUT/run.json"
 done | tee "$OUT/defense_cost.log"
 rm -f "$OUT/run.json"
