@@ -150,5 +150,50 @@ def calibrate():
     err_console.print(f"stored in {path}")
 
 
+def frame_table(df, title: str):
+    from rich.table import Table
+    table = Table(title=title, title_justify="left")
+    cols = list(df.columns)
+    for col in cols:
+        table.add_column(str(col), justify="right" if df[col].dtype.kind in "fi" else "left")
+    for _, row in df.iterrows():
+        table.add_row(*["-" if v is None or (isinstance(v, float) and v != v) else
+                        (f"{v:,.2f}" if isinstance(v, float) else str(v)) for v in row])
+    return table
+
+
+@cli.command("list")
+@click.option("--task", type=click.Choice(TASKS), required=True)
+@click.option("--gpu", help="GPU name in the records (default: the one with the most records).")
+def list_versions(task, gpu):
+    """The lineage: version, parent, idea, latest geomean on this GPU, ×SOL, ×parent."""
+    from harness.lineage import lineage_table
+    from reference.cases import cases
+    df = lineage_table(task, len(cases(task, "benchmarks")), gpu)
+    report.console().print(frame_table(df, f"{task} lineage"))
+
+
+@cli.command()
+@click.option("--task", type=click.Choice(TASKS), required=True)
+@click.option("--all", "all_versions", is_flag=True, help="Every version of the lineage.")
+@click.option("--gpu", help="GPU name in the records (default: the one with the most records).")
+@click.argument("names", nargs=-1)
+def diff(task, all_versions, gpu, names):
+    """Per-shape means of versions from stored benchmark runs, with ×parent, ×v0 and ×SOL."""
+    from harness.lineage import per_shape_table, versions
+    from reference.cases import cases
+    names = [v.name for v in versions(task)] if all_versions else list(names)
+    if not names:
+        fail("name versions to compare (e.g. v0 v1), or pass --all.")
+    df = per_shape_table(task, names, len(cases(task, "benchmarks")), gpu)
+    if df.empty:
+        fail(f"no complete benchmark runs of {task} stored in {results.results_dir()} for that GPU.", code=1)
+    missing = [n for n in names if f"{n} µs" not in df.columns]
+    df = df.reset_index().drop(columns="index")
+    report.console().print(frame_table(df, f"{task}: {' vs '.join(n for n in names if n not in missing)}"))
+    if missing:
+        err_console.print(f"[yellow]no complete stored run for: {', '.join(missing)}[/]")
+
+
 if __name__ == "__main__":
     cli()
