@@ -195,5 +195,84 @@ def diff(task, all_versions, gpu, names):
         err_console.print(f"[yellow]no complete stored run for: {', '.join(missing)}[/]")
 
 
+def pick_shapes(shapes: str) -> str:
+    return shapes if shapes != "auto" else ("contest" if device.has_gpu() else "smoke")
+
+
+@cli.command()
+@click.option("--task", type=click.Choice(TASKS), required=True)
+@click.option("--submission", "submission", help="Version (vN) or path to submit.")
+@click.option("--best", is_flag=True, help="The version with the lowest stored geomean on this GPU.")
+@click.option("--shapes", type=click.Choice(["auto", "contest", "smoke"]), default="auto", show_default=True)
+@click.option("--remote", is_flag=True, help="Also submit to the real contest with popcorn-cli (must be on PATH).")
+@click.option("--seed", "secret_seed", type=int, help="Secret seed (default: a fresh random one).")
+def submit(task, submission, best, shapes, remote, secret_seed):
+    """Leaderboard mode on one file; on success, a local leaderboard entry and a contest-ready file."""
+    from harness import standings
+    from harness.lineage import lineage_table
+    from reference.cases import cases
+    if bool(submission) == best:
+        fail("give either --submission vN (or a path) or --best.")
+    shapes = pick_shapes(shapes)
+    if best:
+        gpu = device.describe()["name"]
+        kind = "benchmarks" if shapes == "contest" else "smoke"
+        table = lineage_table(task, len(cases(task, kind)), gpu, kind).dropna(subset=["geomean µs"])
+        if table.empty:
+            fail(f"no complete stored {kind} runs of {task} on {gpu}: run some versions first.", code=1)
+        submission = table.sort_values("geomean µs").iloc[0]["version"]
+        err_console.print(f"best stored version of {task} on {gpu}: {submission}")
+    try:
+        sub = resolve(submission, task, leaderboards())
+    except SubmissionError as exc:
+        fail(str(exc))
+    out = report.console()
+    show_precheck(sub, out)
+    summary = run_mode(sub, "leaderboard", shapes, None, True, secret_seed, out, set(), True)
+    report.render(summary, out)
+    if not summary.passed:
+        fail("leaderboard mode did not pass: nothing was submitted.", code=1)
+    entry = standings.add_entry(sub, summary, shapes)
+    board = task_config(task)["leaderboard"]
+    path = standings.contest_file(sub, board)
+    command = standings.popcorn_command(path, board)
+    out.print(f"added {sub.version} ({entry['geomean_ns'] / 1e3:,.2f} µs geomean on {entry['gpu']}) to "
+              f"{standings.leaderboard_path()}")
+    out.print(f"contest-ready file: {path}\nto submit it: {' '.join(command)}", highlight=False)
+    if remote:
+        try:
+            sys.exit(standings.run_remote(command))
+        except FileNotFoundError as exc:
+            fail(f"--remote: {exc}.")
+
+
+@cli.command()
+@click.option("--task", type=click.Choice(TASKS), required=True)
+@click.option("--gpu", help="GPU name in the records (default: the one with the most records).")
+@click.option("--smoke", is_flag=True, help="Plot smoke-shape runs (CPU) instead of the contest's benchmarks.")
+def plot(task, gpu, smoke):
+    """PNG charts under results/plots/: time per version per shape, and a roofline of the best version."""
+    from harness.plots import plot as make
+    from reference.cases import cases
+    kind = "smoke" if smoke else "benchmarks"
+    try:
+        paths = make(task, len(cases(task, kind)), results.results_dir() / "plots", gpu, kind)
+    except ValueError as exc:
+        fail(f"{exc}: run benchmark mode on some versions first.", code=1)
+    for path in paths:
+        report.console().print(f"wrote {path}")
+
+
+@cli.command("leaderboard")
+@click.option("--task", type=click.Choice(TASKS))
+def leaderboard_cmd(task):
+    """Local standings per task and GPU, ranked by geomean, with the best so far over time."""
+    from harness.standings import standings
+    df = standings(task)
+    if df.empty:
+        fail("the local leaderboard is empty: add entries with `python run.py submit`.", code=1)
+    report.console().print(frame_table(df, "local leaderboard"))
+
+
 if __name__ == "__main__":
     cli()

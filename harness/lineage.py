@@ -38,14 +38,15 @@ def versions(task: str) -> list[Version]:
     return out
 
 
-def benchmark_records(task: str, gpu: str | None = None) -> pd.DataFrame:
-    """Passing benchmark-mode records of contest shapes, one row per shape per run."""
+def benchmark_records(task: str, gpu: str | None = None, kind: str = "benchmarks") -> pd.DataFrame:
+    """Passing benchmark-mode records of one case kind (contest benchmarks or smoke), one row per shape per run."""
     rows = [r for r in read(results_dir() / f"{task}.jsonl")
-            if r.get("mode") == "benchmark" and r.get("kind") == "benchmarks" and r.get("status") == "pass"
+            if r.get("mode") == "benchmark" and r.get("kind") == kind and r.get("status") == "pass"
             and r.get("stats") and not r.get("unguarded")]
     df = pd.DataFrame([{
         "version": r["version"], "run_id": r["run_id"], "timestamp": r["timestamp"], "index": r["index"],
         "shape": r["shape"], "mean_ns": r["stats"]["mean"], "sol_ns": r.get("sol_ns"),
+        "flops": r.get("flops"), "bytes": r.get("bytes"),
         "gpu": (r.get("gpu") or {}).get("name"),
     } for r in rows])
     if df.empty:
@@ -95,8 +96,8 @@ def per_shape_table(task: str, names: list[str], n_shapes: int, gpu: str | None 
     return table
 
 
-def lineage_table(task: str, n_shapes: int, gpu: str | None = None) -> pd.DataFrame:
-    latest = latest_complete(benchmark_records(task, gpu), n_shapes)
+def lineage_table(task: str, n_shapes: int, gpu: str | None = None, kind: str = "benchmarks") -> pd.DataFrame:
+    latest = latest_complete(benchmark_records(task, gpu, kind), n_shapes)
     geo = latest.groupby("version")["mean_ns"].apply(lambda s: geomean(list(s))) if not latest.empty else pd.Series()
     sol = latest.groupby("version")["sol_ns"].apply(lambda s: geomean(list(s))) if not latest.empty else pd.Series()
     rows = []

@@ -54,3 +54,49 @@ def test_cli_list_and_diff(results_dir):
     assert out.returncode == 0 and "geomean" in out.stdout and "5.00" in out.stdout
     out = run("diff", "--task", "gemv")
     assert out.returncode == 2 and "--all" in out.stderr
+
+
+def cli(*args, timeout=600):
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=timeout)
+
+
+def test_submit_best_then_leaderboard_on_cpu(results_dir):
+    assert cli("--task", "gemv", "--submission", "v0", "--mode", "benchmark").returncode == 0
+    out = cli("submit", "--task", "gemv", "--best")
+    assert out.returncode == 0, out.stderr
+    assert "best stored version of gemv on cpu: v0" in out.stderr
+    assert "popcorn-cli submit --gpu B200 --leaderboard nvfp4_gemv --mode leaderboard" in out.stdout
+    entry = results.read(results_dir / "leaderboard.jsonl")[0]
+    source = (ROOT / "submissions" / "gemv" / "v0.py").read_text()
+    assert entry["version"] == "v0" and entry["source"] == source and entry["geomean_ns"] > 0
+    assert len(entry["means_ns"]) == 2 and entry["gpu"] == "cpu"
+    contest = (results_dir / "submit" / "gemv_v0.py").read_text().splitlines()
+    assert contest[:2] == ["#!POPCORN leaderboard nvfp4_gemv", "#!POPCORN gpu B200"]
+    board = cli("leaderboard", "--task", "gemv")
+    assert board.returncode == 0 and "v0" in board.stdout and "smoke" in board.stdout
+    assert cli("submit", "--task", "gemv").returncode == 2  # neither a version nor --best
+
+
+def test_leaderboard_ranks_and_tracks_best_so_far(results_dir):
+    from harness.standings import leaderboard_path, standings
+    for version, geo, when in [("v0", 900.0, "2026-11-01"), ("v1", 300.0, "2026-11-02"), ("v2", 450.0, "2026-11-03")]:
+        results.append(leaderboard_path(), {"task": "gemv", "gpu": "NVIDIA H200", "shapes": "contest", "version": version,
+                                            "geomean_ns": geo * 1e3, "when": when, "sha256": "ab" * 32})
+    results.append(leaderboard_path(), {"task": "gemv", "gpu": "NVIDIA H100", "shapes": "contest", "version": "v0",
+                                        "geomean_ns": 1e6, "when": "2026-11-04", "sha256": "cd" * 32})
+    df = standings("gemv")
+    h200 = df[df["gpu"] == "NVIDIA H200"].set_index("version")
+    assert list(h200.sort_values("rank").index) == ["v1", "v2", "v0"]
+    assert list(h200.sort_values("when")["best so far µs"]) == [900.0, 300.0, 300.0]
+    assert df[df["gpu"] == "NVIDIA H100"]["rank"].tolist() == [1]
+
+
+def test_plot_writes_pngs(results_dir):
+    write(results_dir, [record("v0", "a", i, 400.0 * (i + 1)) | {"flops": 2e9, "bytes": 1e8} for i in range(3)]
+          + [record("v1", "b", i, 90.0 * (i + 1)) | {"flops": 2e9, "bytes": 1e8} for i in range(3)])
+    out = cli("plot", "--task", "gemv")
+    assert out.returncode == 0, out.stderr
+    for name in ("gemv_lineage.png", "gemv_roofline.png"):
+        data = (results_dir / "plots" / name).read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
