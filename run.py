@@ -177,14 +177,19 @@ def list_versions(task, gpu):
 @click.option("--task", type=click.Choice(TASKS), required=True)
 @click.option("--all", "all_versions", is_flag=True, help="Every version of the lineage.")
 @click.option("--gpu", help="GPU name in the records (default: the one with the most records).")
+@click.option("--measure", is_flag=True, help="Measure the versions now, interleaved, with bootstrap 95% intervals.")
+@click.option("--rounds", type=int, default=3, show_default=True, help="With --measure: A B C rounds.")
+@click.option("--shapes", type=click.Choice(["auto", "contest", "smoke"]), default="auto", show_default=True)
 @click.argument("names", nargs=-1)
-def diff(task, all_versions, gpu, names):
+def diff(task, all_versions, gpu, measure, rounds, shapes, names):
     """Per-shape means of versions from stored benchmark runs, with ×parent, ×v0 and ×SOL."""
     from harness.lineage import per_shape_table, versions
     from reference.cases import cases
     names = [v.name for v in versions(task)] if all_versions else list(names)
     if not names:
         fail("name versions to compare (e.g. v0 v1), or pass --all.")
+    if measure:
+        sys.exit(diff_measured(task, names, pick_shapes(shapes), rounds))
     df = per_shape_table(task, names, len(cases(task, "benchmarks")), gpu)
     if df.empty:
         fail(f"no complete benchmark runs of {task} stored in {results.results_dir()} for that GPU.", code=1)
@@ -193,6 +198,43 @@ def diff(task, all_versions, gpu, names):
     report.console().print(frame_table(df, f"{task}: {' vs '.join(n for n in names if n not in missing)}"))
     if missing:
         err_console.print(f"[yellow]no complete stored run for: {', '.join(missing)}[/]")
+
+
+def diff_measured(task, names, shapes, rounds) -> int:
+    """diff --measure: interleaved rounds, then each version against the first, per shape and geomean."""
+    import pandas as pd
+
+    from harness.compare import geomean_ratio_ci, measure_interleaved, ratio_ci, verdict
+    if len(names) < 2:
+        fail("--measure compares at least two versions.")
+    try:
+        subs = [resolve(n, task, leaderboards()) for n in names]
+    except SubmissionError as exc:
+        fail(str(exc))
+    subs = [s for i, s in enumerate(subs) if s.version not in {t.version for t in subs[:i]}] + \
+        [s for i, s in enumerate(subs) if s.version in {t.version for t in subs[:i]}]
+    for i, s in enumerate(subs):  # the same file named twice is still two entries
+        s.version = f"{s.version}#{i}" if [t.path for t in subs].count(s.path) > 1 else s.version
+    with err_console.status("measuring") as status:
+        try:
+            pooled = measure_interleaved(subs, shapes, rounds,
+                                         lambda r, v: status.update(f"round {r}/{rounds}: {v} done"))
+        except RuntimeError as exc:
+            fail(str(exc), code=1)
+    base = subs[0].version
+    rows = []
+    indices = sorted(pooled[base])
+    for sub in subs[1:]:
+        for i in indices:
+            point, low, high = ratio_ci(pooled[base][i], pooled[sub.version][i])
+            rows.append({"shape": i, "version": sub.version, f"{base} mean µs": sum(pooled[base][i]) / len(pooled[base][i]) / 1e3,
+                         "mean µs": sum(pooled[sub.version][i]) / len(pooled[sub.version][i]) / 1e3,
+                         f"×{base}": point, "95% low": low, "95% high": high, "verdict": verdict(point, low, high)})
+        point, low, high = geomean_ratio_ci([pooled[base][i] for i in indices], [pooled[sub.version][i] for i in indices])
+        rows.append({"shape": "geomean", "version": sub.version, f"×{base}": point, "95% low": low, "95% high": high,
+                     "verdict": verdict(point, low, high)})
+    report.console().print(frame_table(pd.DataFrame(rows), f"{task}: measured now, {rounds} interleaved rounds"))
+    return 0
 
 
 def pick_shapes(shapes: str) -> str:

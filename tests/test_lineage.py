@@ -100,3 +100,26 @@ def test_plot_writes_pngs(results_dir):
     for name in ("gemv_lineage.png", "gemv_roofline.png"):
         data = (results_dir / "plots" / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
+
+
+def test_bootstrap_interval_shrinks_with_more_samples():
+    import random
+
+    from harness.compare import ratio_ci, verdict
+    rng = random.Random(1)
+    widths = []
+    for n in (5, 50, 500):
+        a = [100 + rng.gauss(0, 10) for _ in range(n)]
+        b = [80 + rng.gauss(0, 10) for _ in range(n)]
+        point, low, high = ratio_ci(a, b)
+        assert low <= point <= high
+        widths.append(high - low)
+    assert widths[0] > widths[1] > widths[2]
+    assert verdict(*ratio_ci(a, b)).endswith("faster")
+
+
+def test_measured_diff_of_identical_files_spans_one(results_dir):
+    out = cli("diff", "--task", "gemv", "--measure", "--rounds", "3", "v0", "v0")
+    assert out.returncode == 0, out.stderr
+    geo = [line for line in out.stdout.splitlines() if "geomean" in line][0]
+    assert "no significant difference" in geo
