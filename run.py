@@ -211,8 +211,6 @@ def diff_measured(task, names, shapes, rounds) -> int:
         subs = [resolve(n, task, leaderboards()) for n in names]
     except SubmissionError as exc:
         fail(str(exc))
-    subs = [s for i, s in enumerate(subs) if s.version not in {t.version for t in subs[:i]}] + \
-        [s for i, s in enumerate(subs) if s.version in {t.version for t in subs[:i]}]
     for i, s in enumerate(subs):  # the same file named twice is still two entries
         s.version = f"{s.version}#{i}" if [t.path for t in subs].count(s.path) > 1 else s.version
     with err_console.status("measuring") as status:
