@@ -119,7 +119,7 @@ def test_bootstrap_interval_shrinks_with_more_samples():
 
 
 def test_measured_diff_of_identical_files_spans_one(results_dir):
-    out = cli("diff", "--task", "gemv", "--measure", "--rounds", "3", "v0", "v0")
+    out = cli("diff", "--task", "gemv", "--measure", "--rounds", "4", "v0", "v0")
     assert out.returncode == 0, out.stderr
     geo = [line for line in out.stdout.splitlines() if "geomean" in line][0]
     assert "no significant difference" in geo
