@@ -39,11 +39,11 @@ def input_seeds(task: str, seed: int) -> list[int]:
     return [seed] if n == 1 else [seed + cfg["seed_step"] * (i + 1) for i in range(n)]
 
 
-def _job(mode: str, case: Case, values: str = "contest", seeds=None, stop=None, recheck=False, record=True) -> dict:
+def _job(mode: str, case: Case, values: str = "contest", seeds=None, stop=None, record=True) -> dict:
     return {
         "mode": mode, "kind": case.kind, "index": case.index, "label": case.label, "spec": case.spec,
         "args": case.args, "values": values, "seeds": seeds or [case.args["seed"]], "stop": stop or {},
-        "recheck": recheck, "record": record, "sol_b200_us": case.sol_b200_us,
+        "record": record, "sol_b200_us": case.sol_b200_us,
     }
 
 
@@ -69,7 +69,7 @@ def build_jobs(task: str, mode: str, shapes: str, secret_seed: int | None = None
         secret_cases = [c.with_seed(combine_seeds(c.args["seed"], secret)) for c in benches]
         warm = [_job("benchmark", c, seeds=input_seeds(task, c.args["seed"]), stop=STOP["leaderboard_warmup"],
                      record=False) for c in benches]
-        timed = [_job("benchmark", c, seeds=input_seeds(task, c.args["seed"]), stop=STOP["leaderboard"], recheck=True)
+        timed = [_job("benchmark", c, seeds=input_seeds(task, c.args["seed"]), stop=STOP["leaderboard"])
                  for c in secret_cases]
         return warm + timed
     if mode == "profile":

@@ -51,7 +51,7 @@ class Jobs:
         from pathlib import Path
 
         from harness.device import DeviceChores
-        from harness.guard import Integrity, ReferenceTrap
+        from harness.guard import Integrity, ReferenceTrap, persisting_l2_limit
         from harness.submission import import_submission
         from reference import get_task
         self.conn = conn
@@ -62,7 +62,6 @@ class Jobs:
         if guarded:
             self.trap.install()
         self.integrity = Integrity(self.task)  # snapshot before the submission's code runs
-        from harness.guard import persisting_l2_limit
         self.chores.reset_persisting_l2()
         self.l2_baseline = persisting_l2_limit(self.chores.cudart)  # as the driver reports it before any submission code
         self.kernel = import_submission(Path(submission_path)).custom_kernel
@@ -146,7 +145,10 @@ class Jobs:
         self.progress(f"generating {len(seeds)} inputs")
         inputs = [self.generate(job, s) for s in seeds]
         expected = [self.task.ref_kernel(d) for d in inputs]
-        flipped = [negate(e) for e in expected]
+        flipped = [negate(e) for e in expected] if self.guarded else expected
+
+        def expected_for(signs):
+            return [flipped[i] if s else expected[i] for i, s in enumerate(signs)]
         stacked = guard.StackedCheck(expected) if self.guarded else None
         t = time.perf_counter_ns()
         if self.guarded:
@@ -167,7 +169,7 @@ class Jobs:
         self.chores.synchronize()
         if self.guarded and guard.fingerprint(shared) != prints:
             raise Verdict("fail", "the submission modified its input tensors (other than the output c)")
-        failure = self.compare_all(outputs, [flipped[i] if s else expected[i] for i, s in enumerate(signs)])
+        failure = self.compare_all(outputs, expected_for(signs))
         if failure:
             return {"status": "fail", "message": failure, "first_call_ns": first_ns}
         if self.guarded:
@@ -214,7 +216,7 @@ class Jobs:
                 self.chores.synchronize()
             durations.append(region / len(batch))
             if self.guarded and not stacked.ok(outputs, signs):
-                failure = self.compare_all(outputs, [flipped[i] if s else expected[i] for i, s in enumerate(signs)])
+                failure = self.compare_all(outputs, expected_for(signs))
                 if failure:
                     return {"status": "fail", "message": f"sample {len(durations)}: {failure}{STALE_HINT}",
                             "first_call_ns": first_ns,
