@@ -1,0 +1,93 @@
+"""gemm v2 — packed decode: 4 bytes per inline-PTX call, fp16x2 arithmetic.
+
+Parent: v1. Idea: v1 decoded byte by byte with 16-bit integer ops that the compiler expanded into
+many PRMT/IMAD/LOP3 (about 20 instructions per element). Here each 32-bit word of packed codes is
+decoded by inline PTX (tl.inline_asm_elementwise, pack=4): per fp16x2 result two shifts, two masks,
+an or, and two fp16x2 multiplies (by 2^14, then by the scale), about 3.5 instructions per element.
+The codes of a word are emitted in a fixed permuted K order inside each aligned 4-byte group; both
+operands use the same order, so the products pair up as before and the sum is unchanged.
+Measured: see the lineage (python run.py list --task gemm).
+"""
+import torch
+import triton
+import triton.language as tl
+from task import input_t, output_t
+
+
+# One 32-bit word of 4 packed bytes -> 4 scaled fp16 (two fp16x2 registers). The low call returns
+# the low nibbles of bytes (0, 2) and (1, 3), the high call their high nibbles: a fixed permutation
+# of K inside each aligned 4-byte group, identical for both operands, so the dot product is the
+# same sum. Codes placed at fp16 bits 9..11 (sign at 15) read as value * 2^-14; multiplying by
+# 2^14 (0x7400) and then by the e4m3 scale is exact.
+_LOW = tl.constexpr("""{ .reg .b32 t, u, k; mov.b32 k, 0x74007400;
+shl.b32 t, $2, 9; and.b32 t, t, 0x0E000E00; shl.b32 u, $2, 12; and.b32 u, u, 0x80008000; or.b32 t, t, u;
+mul.rn.f16x2 t, t, k; mul.rn.f16x2 $0, t, $3;
+shl.b32 t, $2, 1; and.b32 t, t, 0x0E000E00; shl.b32 u, $2, 4; and.b32 u, u, 0x80008000; or.b32 t, t, u;
+mul.rn.f16x2 t, t, k; mul.rn.f16x2 $1, t, $4; }""")
+_HIGH = tl.constexpr("""{ .reg .b32 t, u, k; mov.b32 k, 0x74007400;
+shl.b32 t, $2, 5; and.b32 t, t, 0x0E000E00; shl.b32 u, $2, 8; and.b32 u, u, 0x80008000; or.b32 t, t, u;
+mul.rn.f16x2 t, t, k; mul.rn.f16x2 $0, t, $3;
+shr.b32 t, $2, 3; and.b32 t, t, 0x0E000E00; and.b32 u, $2, 0x80008000; or.b32 t, t, u;
+mul.rn.f16x2 t, t, k; mul.rn.f16x2 $1, t, $4; }""")
+
+
+@triton.jit
+def _decode(packed, raw_scales, ROWS: tl.constexpr, BYTES: tl.constexpr):
+    """[ROWS, BYTES] packed e2m1 and [ROWS, BYTES // 8] e4m3 -> (low, high) nibbles as scaled fp16."""
+    s = raw_scales.to(tl.float16)
+    s = tl.reshape(tl.broadcast_to(s[:, :, None], (ROWS, BYTES // 8, 8)), (ROWS, BYTES))
+    low = tl.inline_asm_elementwise(_LOW, "=r,=r,r,r,r", [packed, s], dtype=tl.float16, is_pure=True, pack=4)
+    high = tl.inline_asm_elementwise(_HIGH, "=r,=r,r,r,r", [packed, s], dtype=tl.float16, is_pure=True, pack=4)
+    return low, high
+
+
+@triton.jit
+def _gemm(a_ptr, b_ptr, sfa_ptr, sfb_ptr, c_ptr, M, N, KB,
+          s_am, s_al, s_bn, s_bl, s_sam, s_sal, s_sbn, s_sbl, s_cm, s_cn, s_cl,
+          BM: tl.constexpr, BN: tl.constexpr, BKB: tl.constexpr):
+    pid = tl.program_id(0)
+    l = tl.program_id(1)
+    tiles_m = tl.cdiv(M, BM)
+    rm = (pid % tiles_m) * BM + tl.arange(0, BM)
+    rn = (pid // tiles_m) * BN + tl.arange(0, BN)
+    mask_m = rm < M
+    mask_n = rn < N
+    kb = tl.arange(0, BKB)
+    ks = tl.arange(0, BKB // 8)
+    a_rows = a_ptr + l * s_al + rm[:, None] * s_am
+    b_rows = b_ptr + l * s_bl + rn[:, None] * s_bn
+    sa_rows = sfa_ptr + l * s_sal + rm[:, None] * s_sam
+    sb_rows = sfb_ptr + l * s_sbl + rn[:, None] * s_sbn
+    acc = tl.zeros((BN, BM), dtype=tl.float32)
+    for k0 in range(0, KB, BKB):
+        a = tl.load(a_rows + k0 + kb[None, :], mask=mask_m[:, None], other=0)
+        b = tl.load(b_rows + k0 + kb[None, :], mask=mask_n[:, None], other=0)
+        sa = tl.load(sa_rows + k0 // 8 + ks[None, :], mask=mask_m[:, None], other=0.0)
+        sb = tl.load(sb_rows + k0 // 8 + ks[None, :], mask=mask_n[:, None], other=0.0)
+        a_low, a_high = _decode(a, sa, BM, BKB)
+        b_low, b_high = _decode(b, sb, BN, BKB)
+        acc = tl.dot(b_low, tl.trans(a_low), acc)
+        acc = tl.dot(b_high, tl.trans(a_high), acc)
+    c = c_ptr + l * s_cl + rm[None, :] * s_cm + rn[:, None] * s_cn
+    tl.store(c, acc.to(tl.float16), mask=mask_n[:, None] & mask_m[None, :])
+
+
+BM, BN, BKB = 128, 128, 64  # BKB: packed bytes per K step (128 K elements)
+
+
+def custom_kernel(data: input_t) -> output_t:
+    a, b, sfa, sfb, _, _, c = data
+    m, kb, l = a.shape
+    n = b.shape[0]
+    a8, b8 = a.view(torch.uint8), b.view(torch.uint8)
+    sa8, sb8 = sfa, sfb
+    assert kb % BKB == 0 and a8.stride(1) == 1 and b8.stride(1) == 1 and sa8.stride(1) == 1 and sb8.stride(1) == 1
+    grid = (triton.cdiv(m, BM) * triton.cdiv(n, BN), l)
+    _gemm[grid](
+        a8, b8, sa8, sb8, c, m, n, kb,
+        a8.stride(0), a8.stride(2), b8.stride(0), b8.stride(2),
+        sa8.stride(0), sa8.stride(2), sb8.stride(0), sb8.stride(2),
+        c.stride(0), c.stride(1), c.stride(2),
+        BM=BM, BN=BN, BKB=BKB, num_warps=8, num_stages=3,
+    )
+    return c
