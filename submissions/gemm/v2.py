@@ -3,9 +3,10 @@
 Parent: v1. Idea: v1 decoded byte by byte with 16-bit integer ops that the compiler expanded into
 many PRMT/IMAD/LOP3 (about 20 instructions per element). Here each 32-bit word of packed codes is
 decoded by inline PTX (tl.inline_asm_elementwise, pack=4): per fp16x2 result two shifts, two masks,
-an or, and two fp16x2 multiplies (by 2^14, then by the scale), about 3.5 instructions per element.
-The codes of a word are emitted in a fixed permuted K order inside each aligned 4-byte group; both
-operands use the same order, so the products pair up as before and the sum is unchanged.
+an or, and two fp16x2 multiplies (by 2^14, then by the scale), plus one byte permute per register:
+about 3.5 instructions per element. (A first attempt emitted the codes in a permuted K order,
+trusting both operands to group the same 4 elements per register; the compiler groups the
+register operand of the MMA differently, and every output was wrong.)
 Measured: see the lineage (python run.py list --task gemm).
 """
 import torch
@@ -14,20 +15,21 @@ import triton.language as tl
 from task import input_t, output_t
 
 
-# One 32-bit word of 4 packed bytes -> 4 scaled fp16 (two fp16x2 registers). The low call returns
-# the low nibbles of bytes (0, 2) and (1, 3), the high call their high nibbles: a fixed permutation
-# of K inside each aligned 4-byte group, identical for both operands, so the dot product is the
-# same sum. Codes placed at fp16 bits 9..11 (sign at 15) read as value * 2^-14; multiplying by
-# 2^14 (0x7400) and then by the e4m3 scale is exact.
-_LOW = tl.constexpr("""{ .reg .b32 t, u, k; mov.b32 k, 0x74007400;
-shl.b32 t, $2, 9; and.b32 t, t, 0x0E000E00; shl.b32 u, $2, 12; and.b32 u, u, 0x80008000; or.b32 t, t, u;
+# One 32-bit register of 4 packed bytes -> 4 scaled fp16 (two fp16x2 registers), byte i -> result i
+# (the low call decodes the low nibbles, the high call the high ones). Which elements share a
+# register is up to the compiler, so the map must be strictly elementwise: a byte permute first
+# puts bytes (0, 1) and (2, 3) 16 bits apart, so one shift moves both codes of an fp16x2 pair.
+# Codes placed at fp16 bits 9..11 (sign at 15) read as value * 2^-14; multiplying by 2^14
+# (0x7400) and then by the e4m3 scale is exact.
+_LOW = tl.constexpr("""{ .reg .b32 w, t, u, k; mov.b32 k, 0x74007400; prmt.b32 w, $2, 0, 0x3120;
+shl.b32 t, w, 9; and.b32 t, t, 0x0E000E00; shl.b32 u, w, 12; and.b32 u, u, 0x80008000; or.b32 t, t, u;
 mul.rn.f16x2 t, t, k; mul.rn.f16x2 $0, t, $3;
-shl.b32 t, $2, 1; and.b32 t, t, 0x0E000E00; shl.b32 u, $2, 4; and.b32 u, u, 0x80008000; or.b32 t, t, u;
+shl.b32 t, w, 1; and.b32 t, t, 0x0E000E00; shl.b32 u, w, 4; and.b32 u, u, 0x80008000; or.b32 t, t, u;
 mul.rn.f16x2 t, t, k; mul.rn.f16x2 $1, t, $4; }""")
-_HIGH = tl.constexpr("""{ .reg .b32 t, u, k; mov.b32 k, 0x74007400;
-shl.b32 t, $2, 5; and.b32 t, t, 0x0E000E00; shl.b32 u, $2, 8; and.b32 u, u, 0x80008000; or.b32 t, t, u;
+_HIGH = tl.constexpr("""{ .reg .b32 w, t, u, k; mov.b32 k, 0x74007400; prmt.b32 w, $2, 0, 0x3120;
+shl.b32 t, w, 5; and.b32 t, t, 0x0E000E00; shl.b32 u, w, 8; and.b32 u, u, 0x80008000; or.b32 t, t, u;
 mul.rn.f16x2 t, t, k; mul.rn.f16x2 $0, t, $3;
-shr.b32 t, $2, 3; and.b32 t, t, 0x0E000E00; and.b32 u, $2, 0x80008000; or.b32 t, t, u;
+shr.b32 t, w, 3; and.b32 t, t, 0x0E000E00; and.b32 u, w, 0x80008000; or.b32 t, t, u;
 mul.rn.f16x2 t, t, k; mul.rn.f16x2 $1, t, $4; }""")
 
 
