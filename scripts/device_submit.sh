@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# One device call: `run.py submit --best` for each task, then the standings.
+# Usage on the device: NVFP4_ARENA_COMMIT=<hash> bash scripts/device_submit.sh gemv gemm ...
+# Stored records and the local leaderboard are copied in first; everything comes back in
+# $OUT/results.tgz (records, leaderboard.jsonl, submit/ files), the console log in $OUT/submit.log.
+set -u
+export PYTHONUNBUFFERED=1 NVFP4_ARENA_RESULTS="$OUT/results"
+mkdir -p "$NVFP4_ARENA_RESULTS" && cp results/*.jsonl "$NVFP4_ARENA_RESULTS/"
+{
+  for task in "$@"; do
+    echo "=== submit $task --best"
+    timeout 400 python3 run.py submit --task "$task" --best 2>&1 | grep -v "^│ .*│ pass" | tail -n 25
+  done
+  python3 run.py leaderboard 2>&1
+} 2>&1 | tee "$OUT/submit.log"
+tar czf "$OUT/results.tgz" -C "$OUT" results && rm -rf "$NVFP4_ARENA_RESULTS"
