@@ -28,9 +28,13 @@ def git_state() -> dict:
         except (OSError, subprocess.TimeoutExpired):
             return None
         return out.stdout.strip() if out.returncode == 0 else None
+    if os.environ.get("NVFP4_ARENA_COMMIT"):
+        # Told by the caller, and it wins: a copy of the tree on a lent GPU machine may carry no .git,
+        # or a stale one whose HEAD is not the commit that was copied.
+        return {"commit": os.environ["NVFP4_ARENA_COMMIT"], "dirty": os.environ.get("NVFP4_ARENA_DIRTY") == "1"}
     commit = git("rev-parse", "HEAD")
-    if commit is None:  # a copy of the tree without .git (e.g. on a lent GPU machine): told by the caller
-        return {"commit": os.environ.get("NVFP4_ARENA_COMMIT"), "dirty": os.environ.get("NVFP4_ARENA_DIRTY") == "1"}
+    if commit is None:
+        return {"commit": None, "dirty": None}
     status = git("status", "--porcelain", "--untracked-files=no")
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 

@@ -78,6 +78,18 @@ def test_results_append_is_whole_lines(tmp_path):
     assert json.loads(path.read_text().splitlines()[1])["text"] == "line\nbreak"
 
 
+def test_git_state_prefers_the_commit_the_caller_names(monkeypatch):
+    """A device copy may hold a stale .git: the commit named by the caller must win over its HEAD."""
+    monkeypatch.setenv("NVFP4_ARENA_COMMIT", "0" * 40)
+    monkeypatch.setenv("NVFP4_ARENA_DIRTY", "1")
+    results.git_state.cache_clear()
+    assert results.git_state() == {"commit": "0" * 40, "dirty": True}
+    monkeypatch.delenv("NVFP4_ARENA_COMMIT")
+    results.git_state.cache_clear()
+    assert results.git_state()["commit"] != "0" * 40
+    results.git_state.cache_clear()
+
+
 def test_escape_watch_needs_repeats():
     from harness.guard import ESCAPE_REPEATS, EscapeWatch
     watch = EscapeWatch()

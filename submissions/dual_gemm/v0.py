@@ -2,7 +2,8 @@
 
 Parent: none. Idea: plain torch. Decode A, B1, B2 to fp32, two fp32 matmuls, silu(first) * second
 in fp32, cast to fp16 into c.
-Measured: see results/ (python run.py --task dual_gemm --submission v0).
+Measured (H200, benchmark mode, L2 flushed): 2289.4 / 2832.4 / 1292.1 / 2363.8 µs on the 4 benchmark
+shapes, geomean 2109.6 µs = 65.20x SOL.
 """
 import torch
 from task import input_t, output_t

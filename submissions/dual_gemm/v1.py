@@ -7,7 +7,8 @@ an e2m1 code placed at fp16 bits 9..11 reads as its value times 2^-14, an e4m3 b
 bits 7..14 as its value times 2^-8; e2m1 x e4m3 is exact in fp16) and feeds it to two fp16
 dots with fp32 accumulators, gate (B1) and up (B2). Low and high nibbles go to separate dots
 (same sum, no interleave). The epilogue computes silu(gate) * up in fp32 and stores fp16.
-Measured: see the lineage (python run.py list --task dual_gemm).
+Measured (H200, benchmark mode, L2 flushed): 210.2 / 402.3 / 117.7 / 400.7 µs on the 4 benchmark
+shapes, geomean 251.3 µs = 7.77x SOL; speed-up over the parent 8.39x.
 """
 import torch
 import triton

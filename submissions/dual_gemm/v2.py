@@ -7,7 +7,8 @@ an or, and two fp16x2 multiplies (by 2^14, then by the scale), plus one byte per
 about 3.5 instructions per element. (A first attempt emitted the codes in a permuted K order,
 trusting both operands to group the same 4 elements per register; the compiler groups the
 register operand of the MMA differently, and every output was wrong.)
-Measured: see the lineage (python run.py list --task dual_gemm).
+Measured (H200, benchmark mode, L2 flushed): 175.1 / 332.4 / 98.9 / 331.0 µs on the 4 benchmark
+shapes, geomean 208.9 µs = 6.46x SOL; speed-up over the parent 1.20x.
 """
 import torch
 import triton

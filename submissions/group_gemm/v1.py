@@ -9,7 +9,8 @@ decoded in registers to exact fp16 (e2m1 code at fp16 bits 9..11 = value x 2^-14
 at bits 7..14 = value x 2^-8; e2m1 x e4m3 is exact in fp16) and fed to fp16 tensor cores with
 fp32 accumulation, low and high nibbles as two dots. Scales are read from the contest's
 device-side MMA-layout copies (the plain ones live on the CPU).
-Measured: see the lineage (python run.py list --task group_gemm).
+Measured (H200, benchmark mode, L2 flushed): 875.2 / 464.4 / 211.2 / 93.1 µs on the 4 benchmark
+shapes, geomean 299.0 µs = 15.03x SOL; speed-up over the parent 19.73x.
 """
 import torch
 import triton

@@ -4,7 +4,9 @@ Parent: v2. Idea: decode dominates; a group's B tiles are decoded again by each 
 ceil(m / BM) row tiles. With BM = 128, BN = 64 (was 64 x 128) the groups of the benchmark
 (m from 40 to 320) decode B 1-3 times instead of 1-5, at the price of more padded MMA rows for
 the smallest groups (the tensor cores are not the bottleneck).
-Measured: see the lineage (python run.py list --task group_gemm).
+Measured (H200, benchmark mode, L2 flushed): 1242.4 / 723.1 / 255.0 / 109.0 µs on the 4 benchmark
+shapes, geomean 397.6 µs = 19.98x SOL; speed-up over the parent 0.63x. Kept, a regression on every
+shape (geomean 250 -> 398 µs), for the same reason as dual_gemm v3; v5 returns to 64 x 128.
 """
 import torch
 import triton

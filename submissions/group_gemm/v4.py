@@ -5,7 +5,8 @@ compiler could not prove the rows 16-byte aligned and loaded A and B one byte at
 single-byte loads per K step and thread in v3's SASS, against 16-byte cp.async in the gemm
 kernels). The kernel now asserts alignment with tl.multiple_of (K per row in bytes is a multiple
 of 16 and the base addresses 16-byte aligned, both checked on the host), and the loads vectorize.
-Measured: see the lineage (python run.py list --task group_gemm).
+Measured (H200, benchmark mode, L2 flushed): 1011.5 / 597.9 / 209.5 / 107.8 µs on the 4 benchmark
+shapes, geomean 341.9 µs = 17.19x SOL; speed-up over the parent 1.16x.
 """
 import torch
 import triton

@@ -3,7 +3,8 @@
 Parent: v4. Idea: v3's taller 128 x 64 tiles (fewer B decodes) measured slower than v2's 64 x 128
 on every shape (geomean 397.6 vs 249.7 µs): with 64 columns of B per program the MMA is 64 wide
 in M and the per-program fixed costs double. v5 keeps v4's alignment hints and returns to 64 x 128.
-Measured: see the lineage (python run.py list --task group_gemm).
+Measured (H200, benchmark mode, L2 flushed): 345.0 / 191.8 / 87.3 / 60.2 µs on the 4 benchmark
+shapes, geomean 136.6 µs = 6.87x SOL; speed-up over the parent 2.50x.
 """
 import torch
 import triton

