@@ -55,8 +55,10 @@ constexpr int THREADS = 128 * WG;
 constexpr int A_BYTES = BM * BK * 2;      // fp16 A tile, 128-byte rows, 128-byte swizzle
 constexpr int B_BYTES = BN * BK / 2;      // packed B tile, 32-byte rows
 constexpr int S_BYTES = BN * BK / 16;     // B scales, 4 per row
-constexpr int STAGE_BYTES = A_BYTES + B_BYTES + S_BYTES;
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;
+// Shared memory: all A stages first (each 1024-byte aligned, as the 128-byte swizzle needs), then B, then scales.
+constexpr int B_OFFSET = STAGES * A_BYTES;
+constexpr int S_OFFSET = B_OFFSET + STAGES * B_BYTES;
+constexpr int SMEM_BYTES = S_OFFSET + STAGES * S_BYTES + 1024;
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -143,19 +145,18 @@ __global__ void __launch_bounds__(THREADS, 2) gemm_main(
     const int frag_row = wg * 64 + warp * 16 + lane / 4;  // this thread's B rows: frag_row, frag_row + 8
 
     auto load_stage = [&](int step, int stage) {
-        uint8_t* st = smem + stage * STAGE_BYTES;
-        const uint32_t a_base = smem_addr(st);
+        const uint32_t a_base = smem_addr(smem + stage * A_BYTES);
         for (int i = tid; i < BM * 8; i += THREADS) {
             const int row = i >> 3, chunk = i & 7;
             cp_async(a_base + row * 128 + ((chunk ^ (row & 7)) << 4),
                      a16 + (m0 + row) * K + long(step) * BK + chunk * 8, 1);
         }
-        const uint32_t b_base = smem_addr(st + A_BYTES);
+        const uint32_t b_base = smem_addr(smem + B_OFFSET + stage * B_BYTES);
         for (int i = tid; i < BN * 2; i += THREADS) {
             const int row = i >> 1, half = i & 1;
             cp_async(b_base + row * 32 + half * 16, b + (n0 + row) * s_bn + long(step) * 32 + half * 16, 1);
         }
-        const uint32_t s_base = smem_addr(st + A_BYTES + B_BYTES);
+        const uint32_t s_base = smem_addr(smem + S_OFFSET + stage * S_BYTES);
         for (int i = tid; i < BN; i += THREADS)
             cp_async(s_base + i * 4, sfb + (n0 + i) * s_sbn + long(step) * 4, 0);
     };
@@ -176,17 +177,19 @@ __global__ void __launch_bounds__(THREADS, 2) gemm_main(
         if (i + STAGES - 1 < steps) load_stage(step0 + i + STAGES - 1, (i + STAGES - 1) % STAGES);
         asm volatile("cp.async.commit_group;" ::: "memory");
 
-        const uint8_t* st = smem + (i % STAGES) * STAGE_BYTES;
-        const uint2 x0 = *reinterpret_cast<const uint2*>(st + A_BYTES + frag_row * 32 + q * 8);
-        const uint2 x1 = *reinterpret_cast<const uint2*>(st + A_BYTES + (frag_row + 8) * 32 + q * 8);
-        const uint32_t s0 = scale2(st[A_BYTES + B_BYTES + frag_row * 4 + q]);
-        const uint32_t s1 = scale2(st[A_BYTES + B_BYTES + (frag_row + 8) * 4 + q]);
+        const int stage = i % STAGES;
+        const uint8_t* bt = smem + B_OFFSET + stage * B_BYTES;
+        const uint8_t* sc = smem + S_OFFSET + stage * S_BYTES;
+        const uint2 x0 = *reinterpret_cast<const uint2*>(bt + frag_row * 32 + q * 8);
+        const uint2 x1 = *reinterpret_cast<const uint2*>(bt + (frag_row + 8) * 32 + q * 8);
+        const uint32_t s0 = scale2(sc[frag_row * 4 + q]);
+        const uint32_t s1 = scale2(sc[(frag_row + 8) * 4 + q]);
         const uint32_t r[4][4] = {
             {hmul2(pair<0>(x0.x), s0), hmul2(pair<0>(x1.x), s1), hmul2(pair<0>(x0.y), s0), hmul2(pair<0>(x1.y), s1)},
             {hmul2(pair<1>(x0.x), s0), hmul2(pair<1>(x1.x), s1), hmul2(pair<1>(x0.y), s0), hmul2(pair<1>(x1.y), s1)},
             {hmul2(pair<2>(x0.x), s0), hmul2(pair<2>(x1.x), s1), hmul2(pair<2>(x0.y), s0), hmul2(pair<2>(x1.y), s1)},
             {hmul2(pair<3>(x0.x), s0), hmul2(pair<3>(x1.x), s1), hmul2(pair<3>(x0.y), s0), hmul2(pair<3>(x1.y), s1)}};
-        const uint32_t a_addr = smem_addr(st);
+        const uint32_t a_addr = smem_addr(smem + stage * A_BYTES);
         asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #pragma unroll
         for (int s = 0; s < 4; ++s) wgmma_m64n128k16(d, r[s][0], r[s][1], r[s][2], r[s][3], smem_desc(a_addr + s * 32));
