@@ -6,7 +6,8 @@ m64n128k16 (A tiles of 128 rows; gate and up accumulators of 64 registers each, 
 so B is decoded half as often and each wgmma does twice the work. Where that leaves fewer CTAs
 than SMs, K is split (2 on shapes 1 and 3): partial gate and up sums meet in fp32 workspaces and
 a finishing kernel applies silu(gate) * up, leaving the workspaces zeroed.
-Measured: see the lineage (python run.py list --task dual_gemm).
+Measured (H200, benchmark mode, L2 flushed): 111.0 / 176.7 / 73.9 / 178.8 µs on the 4 benchmark
+shapes, geomean 126.9 µs = 3.92x SOL; speed-up over the parent 1.16x.
 """
 import torch
 from torch.utils.cpp_extension import load_inline
