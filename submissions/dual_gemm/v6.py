@@ -279,6 +279,9 @@ _scratch = {}  # (device, m, n, k) -> fp16 A buffer, gate and up fp32 workspaces
 def custom_kernel(data: input_t) -> output_t:
     global _module
     if _module is None:
+        if torch.cuda.get_device_capability() != (9, 0):
+            raise RuntimeError("this version is written for Hopper (wgmma, sm_90a); this GPU is sm_%d%d"
+                               % torch.cuda.get_device_capability())
         _module = load_inline("nvfp4_dual_gemm_v6", CPP_SRC, cuda_sources=CUDA_SRC, functions=["dual_gemm"],
                               extra_cuda_cflags=["-O3", "-gencode=arch=compute_90a,code=sm_90a"], verbose=False)
     a, b1, b2, sfa, sfb1, sfb2, _, _, _, c = data

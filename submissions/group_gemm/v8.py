@@ -288,6 +288,9 @@ _scratch = {}  # (device, sizes) -> fp16 A buffer for all groups, rows padded to
 def custom_kernel(data: input_t) -> output_t:
     global _module
     if _module is None:
+        if torch.cuda.get_device_capability() != (9, 0):
+            raise RuntimeError("this version is written for Hopper (wgmma, sm_90a); this GPU is sm_%d%d"
+                               % torch.cuda.get_device_capability())
         _module = load_inline("nvfp4_group_gemm_v8", CPP_SRC, cuda_sources=CUDA_SRC, functions=["group_gemm"],
                               extra_cuda_cflags=["-O3", "-gencode=arch=compute_90a,code=sm_90a"], verbose=False)
     abc, _, sfasfb_reordered, sizes = data
