@@ -35,7 +35,8 @@ def _death_message(exitcode: int | None) -> str:
 
 
 class Worker:
-    def __init__(self, task: str, submission_path: str, timeout_s: float, guarded: bool = True):
+    def __init__(self, task: str, submission_path, timeout_s: float, guarded: bool = True):
+        """submission_path: one path, or a list for a worker shared by several versions (diff --measure)."""
         from harness import worker
         ctx = multiprocessing.get_context("spawn")
         self.conn, child = ctx.Pipe()

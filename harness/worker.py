@@ -64,7 +64,11 @@ class Jobs:
         self.integrity = Integrity(self.task)  # snapshot before the submission's code runs
         self.chores.reset_persisting_l2()
         self.l2_baseline = persisting_l2_limit(self.chores.cudart)  # as the driver reports it before any submission code
-        self.kernel = import_submission(Path(submission_path)).custom_kernel
+        paths = [submission_path] if isinstance(submission_path, str) else list(submission_path)
+        # Several files share one worker only for `diff --measure` (one's own versions, compared under the
+        # same process, clocks and caches); each is imported in turn as module `submission`.
+        self.kernels = {p: import_submission(Path(p)).custom_kernel for p in paths}
+        self.kernel = self.kernels[paths[0]]
         self.check_integrity()
 
     def progress(self, text: str):
@@ -265,8 +269,8 @@ class _null:
         return False
 
 
-def main(conn, task: str, submission_path: str, guarded: bool = True):
-    """Entry point of the spawned process."""
+def main(conn, task: str, submission_path, guarded: bool = True):
+    """Entry point of the spawned process; submission_path is one path or a list of them."""
     os.dup2(2, 1)  # the submission's prints go to stderr, keeping the runner's stdout clean
     sys.stdout = sys.stderr
     try:
@@ -288,6 +292,8 @@ def main(conn, task: str, submission_path: str, guarded: bool = True):
             return
         token = job.pop("token", None)
         try:
+            if "submission" in job:
+                jobs.kernel = jobs.kernels[job.pop("submission")]
             result = getattr(jobs, job["mode"])(job)
         except Verdict as exc:
             result = {"status": exc.status, "message": exc.message}

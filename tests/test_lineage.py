@@ -118,8 +118,51 @@ def test_bootstrap_interval_shrinks_with_more_samples():
     assert verdict(*ratio_ci(a, b)).endswith("faster")
 
 
-def test_measured_diff_of_identical_files_spans_one(results_dir):
-    out = cli("diff", "--task", "gemv", "--measure", "--rounds", "4", "v0", "v0")
+def test_measured_diff_of_identical_files_spans_one(results_dir, tmp_path):
+    copy = tmp_path / "v0copy.py"
+    copy.write_text((ROOT / "submissions" / "gemv" / "v0.py").read_text())
+    out = cli("diff", "--task", "gemv", "--measure", "--rounds", "4", "v0", str(copy))
     assert out.returncode == 0, out.stderr
     geo = [line for line in out.stdout.splitlines() if "geomean" in line][0]
     assert "no significant difference" in geo
+
+
+def test_measure_interleaves_versions_in_one_worker_process(tmp_path, monkeypatch):
+    """diff --measure: every version runs in the same worker process, each round, every shape."""
+    from harness.compare import measure_interleaved
+    from harness.submission import resolve
+    from reference.cases import task_config, task_names
+    log = tmp_path / "imports.log"
+    monkeypatch.setenv("PID_LOG", str(log))
+    source = (ROOT / "submissions" / "gemv" / "v0.py").read_text()
+    stamp = 'import os\nopen(os.environ["PID_LOG"], "a").write(f"{__file__} {os.getpid()}\\n")\n'
+    boards = {t: task_config(t)["leaderboard"] for t in task_names()}
+    subs = []
+    for name in ("first", "second"):
+        path = tmp_path / f"{name}.py"
+        path.write_text(source + "\n" + stamp)
+        subs.append(resolve(str(path), "gemv", boards))
+    pooled = measure_interleaved(subs, "smoke", rounds=2)
+    lines = log.read_text().split()
+    pids = set(lines[1::2])
+    assert len(lines) == 4 and len(pids) == 1, lines  # both files imported once, by one process
+    assert set(pooled) == {"first", "second"}
+    for per_shape in pooled.values():
+        assert per_shape and all(len(means) == 2 for means in per_shape.values())
+
+
+def test_every_lineage_file_names_an_earlier_parent_an_idea_and_a_measurement():
+    """Each vN (N > 0) docstring: 'task vN — idea', a parent that exists and comes earlier, and H200 numbers."""
+    from reference import TASKS
+    from harness.lineage import version_key
+    for task in TASKS:
+        found = {v.name: v for v in versions(task)}
+        assert "v0" in found and found["v0"].parent is None
+        for name, v in found.items():
+            doc = v.path.read_text().split('"""')[1]
+            assert doc.startswith(f"{task} {name} — "), (task, name)
+            assert v.idea, (task, name)
+            if name == "v0":
+                continue
+            assert v.parent in found and version_key(v.parent) < version_key(name), (task, name, v.parent)
+            assert "Measured" in doc and "µs" in doc, (task, name)
