@@ -5,7 +5,10 @@ Parent: v8. Idea: the same change as gemm v8. v8's two warpgroups per CTA advanc
 shape 1: tensor pipe 30%, 40% issue, 21% occupancy). With one warpgroup per CTA (64 rows of B),
 three independent CTAs share an SM and drift out of step, so one CTA's decode overlaps another's
 MMAs; the grouped tile count doubles and each CTA loads its A tile for 64 rows of B.
-Measured: see the lineage (python run.py list --task group_gemm).
+Measured (H200, benchmark mode, L2 flushed): 309.8 / 178.9 / 79.2 / 37.8 µs on the 4 benchmark
+shapes, geomean 113.5 µs = 5.71x SOL; speed-up over the parent 0.97x. Kept, a regression (110.1 ->
+113.5 µs), for the same reason as gemm v8: twice the A tile traffic per row of B; the overlap has to
+come from warpgroups that share one A tile.
 """
 import torch
 from torch.utils.cpp_extension import load_inline
