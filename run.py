@@ -13,7 +13,7 @@ from rich.console import Console
 from harness import device, report, results, session
 from harness.submission import SubmissionError, resolve
 from reference import TASKS
-from reference.cases import task_config
+from reference.cases import leaderboards, task_config
 
 err_console = Console(stderr=True)
 
@@ -21,10 +21,6 @@ err_console = Console(stderr=True)
 def fail(message: str, code: int = 2):
     err_console.print(f"[bold red]error:[/] {message}", highlight=False)
     sys.exit(code)
-
-
-def leaderboards() -> dict:
-    return {t: task_config(t)["leaderboard"] for t in TASKS}
 
 
 def show_precheck(sub, console) -> list:

@@ -56,6 +56,11 @@ def task_config(task: str) -> dict:
     return tasks[task]
 
 
+def leaderboards() -> dict:
+    """{task: the contest's leaderboard name}."""
+    return {task: cfg["leaderboard"] for task, cfg in load()["tasks"].items()}
+
+
 def cases(task: str, kind: str) -> list[Case]:
     if kind not in KINDS:
         raise KeyError(f"unknown case kind {kind!r}; one of {', '.join(KINDS)}")

@@ -17,7 +17,7 @@ sys.path.insert(0, str(ROOT))
 
 from harness.submission import import_submission, resolve  # noqa: E402
 from reference import get_task  # noqa: E402
-from reference.cases import cases, task_config, task_names  # noqa: E402
+from reference.cases import cases, leaderboards  # noqa: E402
 
 CALLS = 200
 
@@ -27,8 +27,7 @@ CALLS = 200
 @click.option("--submission", required=True)
 @click.option("--index", type=int, default=None, help="benchmark shape index (default: all)")
 def main(task, submission, index):
-    boards = {t: task_config(t)["leaderboard"] for t in task_names()}
-    kernel = import_submission(resolve(submission, task, boards).path).custom_kernel
+    kernel = import_submission(resolve(submission, task, leaderboards()).path).custom_kernel
     shapes = cases(task, "benchmarks")
     for case in shapes if index is None else [shapes[index]]:
         data = get_task(task).generate_input(**case.args)

@@ -7,10 +7,10 @@ import pytest
 from harness import results, sol
 from harness.stats import StopRule, calculate, geomean
 from harness.submission import SubmissionError, popcorn_headers, resolve, task_from_leaderboard
-from reference import TASKS, get_task
-from reference.cases import cases, task_config
+from reference import get_task
+from reference.cases import cases, leaderboards
 
-BOARDS = {t: task_config(t)["leaderboard"] for t in TASKS}
+BOARDS = leaderboards()
 
 
 def test_stats_match_contest_definitions():

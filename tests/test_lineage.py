@@ -131,17 +131,16 @@ def test_measure_interleaves_versions_in_one_worker_process(tmp_path, monkeypatc
     """diff --measure: every version runs in the same worker process, each round, every shape."""
     from harness.compare import measure_interleaved
     from harness.submission import resolve
-    from reference.cases import task_config, task_names
+    from reference.cases import leaderboards
     log = tmp_path / "imports.log"
     monkeypatch.setenv("PID_LOG", str(log))
     source = (ROOT / "submissions" / "gemv" / "v0.py").read_text()
     stamp = 'import os\nopen(os.environ["PID_LOG"], "a").write(f"{__file__} {os.getpid()}\\n")\n'
-    boards = {t: task_config(t)["leaderboard"] for t in task_names()}
     subs = []
     for name in ("first", "second"):
         path = tmp_path / f"{name}.py"
         path.write_text(source + "\n" + stamp)
-        subs.append(resolve(str(path), "gemv", boards))
+        subs.append(resolve(str(path), "gemv", leaderboards()))
     pooled = measure_interleaved(subs, "smoke", rounds=2)
     lines = log.read_text().split()
     pids = set(lines[1::2])
@@ -155,11 +154,12 @@ def test_every_lineage_file_names_an_earlier_parent_an_idea_and_a_measurement():
     """Each vN (N > 0) docstring: 'task vN — idea', a parent that exists and comes earlier, and H200 numbers."""
     from reference import TASKS
     from harness.lineage import version_key
+    from harness.submission import docstring
     for task in TASKS:
         found = {v.name: v for v in versions(task)}
         assert "v0" in found and found["v0"].parent is None
         for name, v in found.items():
-            doc = v.path.read_text().split('"""')[1]
+            doc = docstring(v.path)
             assert doc.startswith(f"{task} {name} — "), (task, name)
             assert v.idea, (task, name)
             if name == "v0":
