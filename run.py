@@ -6,6 +6,7 @@
     python run.py calibrate                                    # measure this GPU's ceilings
 """
 import sys
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -308,6 +309,28 @@ def leaderboard_cmd(task):
     if df.empty:
         fail("the local leaderboard is empty: add entries with `python run.py submit`.", code=1)
     report.console().print(frame_table(df, "local leaderboard"))
+
+
+@cli.command()
+@click.argument("source", type=click.Path(exists=True, path_type=Path))
+def merge(source):
+    """Add the records of another machine's results folder (or a .tgz of one) to results/, once each."""
+    import tarfile
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = source
+        if source.is_file():
+            with tarfile.open(source) as archive:
+                archive.extractall(tmp, filter="data")
+            found = sorted({p.parent for p in Path(tmp).rglob("*.jsonl")})
+            if len(found) != 1:
+                fail(f"{source}: expected one folder of .jsonl records inside, found {len(found)}.")
+            folder = found[0]
+        added = results.merge(folder, results.results_dir())
+    if not added:
+        fail(f"{source}: no .jsonl records there.", code=1)
+    for name, count in added.items():
+        report.console().print(f"{name}: {count} new records")
 
 
 if __name__ == "__main__":

