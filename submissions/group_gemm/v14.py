@@ -1,13 +1,13 @@
-"""group_gemm v14 — a producer warp: loads run ahead across tile boundaries (the seed's V11 / V15).
+"""group_gemm v14 — dynamic tile scheduler on a global atomic counter (substitute for the seed's V8 CLC).
 
-Parent: v11. Idea: warp specialisation. In v11 thread 0 both consumed and produced, waiting for
-the slowest warp before each refill, and each tile's ring was primed afresh. Here a 9th warp
-(one thread) walks the same static schedule and keeps a 5-stage ring full, running into the next
-tile's K steps while the consumers finish the current one (the seed's cross-tile TMA pipelining
-with a monotonic ring position). 288 threads x 2 CTAs per SM fit in 112 registers (`__maxnreg__`;
-`__launch_bounds__` rounded the budget down to 96 and spilled).
-Measured (H200, benchmark mode, L2 flushed): 192.9 / 115.8 / 44.9 / 31.9 µs on the 4 benchmark
-shapes, geomean 75.2 µs = 3.78x SOL; speed-up over the parent 1.09x (shape 2 is 5% slower).
+Parent: v13. Idea: the seed's V8 used Cluster Launch Control to steal work; Hopper has none, so the
+producer warp takes its next tile from a global atomic counter (the first tile is its CTA index)
+and hands each tile index to the consumers through a 4-deep shared-memory queue with its own
+mbarriers; the last CTA to run out resets the counter for the next launch.
+Measured (H200, benchmark mode, L2 flushed): 194.9 / 111.4 / 45.6 / 26.6 µs on the 4 benchmark
+shapes, geomean 71.6 µs = 3.60x SOL; speed-up over the parent 1.04x, all of it on shape 4 (31.5 ->
+26.6 µs: 128 tiles of unequal speed on 264 CTA slots). Kept off the main line: the next versions
+build on v13's static schedule, as the seed returned to static scheduling in its V12.
 """
 import torch
 from torch.utils.cpp_extension import load_inline

@@ -1,13 +1,12 @@
-"""group_gemm v15 — a producer warp: loads run ahead across tile boundaries (the seed's V11 / V15).
+"""group_gemm v15 — chunked, double-buffered epilogue (the seed's V9): convert a chunk while the last one stores.
 
-Parent: v11. Idea: warp specialisation. In v11 thread 0 both consumed and produced, waiting for
-the slowest warp before each refill, and each tile's ring was primed afresh. Here a 9th warp
-(one thread) walks the same static schedule and keeps a 5-stage ring full, running into the next
-tile's K steps while the consumers finish the current one (the seed's cross-tile TMA pipelining
-with a monotonic ring position). 288 threads x 2 CTAs per SM fit in 112 registers (`__maxnreg__`;
-`__launch_bounds__` rounded the budget down to 96 and spilled).
-Measured (H200, benchmark mode, L2 flushed): 192.9 / 115.8 / 44.9 / 31.9 µs on the 4 benchmark
-shapes, geomean 75.2 µs = 3.78x SOL; speed-up over the parent 1.09x (shape 2 is 5% slower).
+Parent: v13 (v14's dynamic scheduler helped one shape only). Idea: the seed's V9. v13 staged c in
+two 64-row halves through one box per warpgroup, so the second half waited for the first store to
+finish reading. Now each warpgroup has two 32-row boxes and works through 32-row chunks,
+converting chunk i + 1 while the copy engine stores chunk i (cp.async.bulk.wait_group.read 1),
+in the same shared memory as before.
+Measured (H200, benchmark mode, L2 flushed): 187.6 / 109.0 / 43.5 / 24.2 µs on the 4 benchmark
+shapes, geomean 68.1 µs = 3.42x SOL; speed-up over the parent 1.09x.
 """
 import torch
 from torch.utils.cpp_extension import load_inline

@@ -1,13 +1,14 @@
-"""group_gemm v16 — a producer warp: loads run ahead across tile boundaries (the seed's V11 / V15).
+"""group_gemm v16 — tile rows sized to each group (wgmma N = 32, 64, 96 or 128) instead of padding to 128.
 
-Parent: v11. Idea: warp specialisation. In v11 thread 0 both consumed and produced, waiting for
-the slowest warp before each refill, and each tile's ring was primed afresh. Here a 9th warp
-(one thread) walks the same static schedule and keeps a 5-stage ring full, running into the next
-tile's K steps while the consumers finish the current one (the seed's cross-tile TMA pipelining
-with a monotonic ring position). 288 threads x 2 CTAs per SM fit in 112 registers (`__maxnreg__`;
-`__launch_bounds__` rounded the budget down to 96 and spilled).
-Measured (H200, benchmark mode, L2 flushed): 192.9 / 115.8 / 44.9 / 31.9 µs on the 4 benchmark
-shapes, geomean 75.2 µs = 3.78x SOL; speed-up over the parent 1.09x (shape 2 is 5% slower).
+Parent: v15. Idea: the Hopper form of the seed's V12 tile-size change: with A as wgmma's N operand a
+tile can hold any multiple of 8 rows. Each group's rows are split into ceil(m / 128) equal tiles
+rounded up to 32 (shape 1: 1120 rows of MMA instead of 1408; shape 2: 1280 instead of 1664); the
+consumer is a template over N and A arrives in 32-row tensor copies.
+Measured (H200, benchmark mode, L2 flushed): 194.9 / 109.0 / 49.9 / 25.8 µs on the 4 benchmark
+shapes, geomean 72.3 µs = 3.63x SOL; speed-up over the parent 0.94x. Kept, a regression: the
+kernel is not bound by MMA work but by each warpgroup's serial decode -> wgmma -> wait chain and
+the B decode per tile, which fewer rows do not reduce; up to 4 tensor copies per stage instead of
+one cost the producer more.
 """
 import torch
 from torch.utils.cpp_extension import load_inline

@@ -1,13 +1,13 @@
-"""group_gemm v17 — a producer warp: loads run ahead across tile boundaries (the seed's V11 / V15).
+"""group_gemm v17 — decode half of each K step while the first half's MMAs run.
 
-Parent: v11. Idea: warp specialisation. In v11 thread 0 both consumed and produced, waiting for
-the slowest warp before each refill, and each tile's ring was primed afresh. Here a 9th warp
-(one thread) walks the same static schedule and keeps a 5-stage ring full, running into the next
-tile's K steps while the consumers finish the current one (the seed's cross-tile TMA pipelining
-with a monotonic ring position). 288 threads x 2 CTAs per SM fit in 112 registers (`__maxnreg__`;
-`__launch_bounds__` rounded the budget down to 96 and spilled).
-Measured (H200, benchmark mode, L2 flushed): 192.9 / 115.8 / 44.9 / 31.9 µs on the 4 benchmark
-shapes, geomean 75.2 µs = 3.78x SOL; speed-up over the parent 1.09x (shape 2 is 5% slower).
+Parent: v15 (v16's per-group tile rows were slower). Idea: the first step at overlapping decode with
+the tensor cores inside one warpgroup. The four k16 fragments of a step were all decoded before the
+first wgmma; now two are decoded, their wgmmas issued, and the other two decoded while those run
+(a second wgmma.fence before their wgmmas). With 112 registers per thread (two CTAs per SM) no
+more fragments fit in flight.
+Measured (H200, benchmark mode, L2 flushed): 187.8 / 108.6 / 43.1 / 28.3 µs on the 4 benchmark
+shapes, geomean 70.6 µs = 3.55x SOL; speed-up over the parent 0.97x. Kept, a near-tie (shape 4
+noisy: best 23.1 µs): the overlap is half a step; v18 makes room for a whole block.
 """
 import torch
 from torch.utils.cpp_extension import load_inline

@@ -1,13 +1,12 @@
-"""group_gemm v18 — a producer warp: loads run ahead across tile boundaries (the seed's V11 / V15).
+"""group_gemm v18 — one CTA per SM with registers for a whole block in flight: decode overlaps the MMAs.
 
-Parent: v11. Idea: warp specialisation. In v11 thread 0 both consumed and produced, waiting for
-the slowest warp before each refill, and each tile's ring was primed afresh. Here a 9th warp
-(one thread) walks the same static schedule and keeps a 5-stage ring full, running into the next
-tile's K steps while the consumers finish the current one (the seed's cross-tile TMA pipelining
-with a monotonic ring position). 288 threads x 2 CTAs per SM fit in 112 registers (`__maxnreg__`;
-`__launch_bounds__` rounded the budget down to 96 and spilled).
-Measured (H200, benchmark mode, L2 flushed): 192.9 / 115.8 / 44.9 / 31.9 µs on the 4 benchmark
-shapes, geomean 75.2 µs = 3.78x SOL; speed-up over the parent 1.09x (shape 2 is 5% slower).
+Parent: v17. Idea: trade the second CTA per SM for registers. With one CTA (two consumer
+warpgroups and the producer warp) a thread may hold 157 registers, so the fragments of one
+64-wide K block stay in flight while the next block is decoded: per block, decode -> wgmma.fence ->
+4 wgmmas -> commit -> wait_group 1, and a stage is released when its last group completes. Stages
+carry 128 of K (2 tensor copies of A, one of B, one 1 KB bulk copy of scales); 4 of them.
+Measured (H200, benchmark mode, L2 flushed): 163.0 / 94.6 / 38.2 / 22.3 µs on the 4 benchmark
+shapes, geomean 60.3 µs = 3.03x SOL; speed-up over the parent 1.17x.
 """
 import torch
 from torch.utils.cpp_extension import load_inline
