@@ -244,9 +244,9 @@ __global__ void __launch_bounds__(THREADS, 1) group_main(const __grid_constant__
             int j = 0;  // ring position
             for (int p = cluster; p < pairs; p += clusters) {
                 const int gi = find_group(g, g.tile_start, p);
-                const int pair = p - g.tile_start[gi];
+                const int local = p - g.tile_start[gi];
                 const int tiles_m = (g.m[gi] + BM - 1) / BM;
-                const int n0 = (2 * (pair / tiles_m) + rank) * BN, m0 = (pair % tiles_m) * BM;
+                const int n0 = (2 * (local / tiles_m) + int(rank)) * BN, m0 = (local % tiles_m) * BM;
                 const bool has_b = n0 < g.n[gi];
                 const int kb = g.kb[gi], steps = kb / 64;
                 const uint8_t* sfb = g.sfb[gi] + long(n0 / 128) * ((kb / 8 + 3) / 4) * 512;
@@ -283,9 +283,9 @@ __global__ void __launch_bounds__(THREADS, 1) group_main(const __grid_constant__
     int j = 0;  // ring position
     for (int p = cluster; p < pairs; p += clusters) {
         const int gi = find_group(g, g.tile_start, p);
-        const int pair = p - g.tile_start[gi];
+        const int local = p - g.tile_start[gi];
         const int tiles_m = (g.m[gi] + BM - 1) / BM;
-        const int n0 = (2 * (pair / tiles_m) + rank) * BN, m0 = (pair % tiles_m) * BM;
+        const int n0 = (2 * (local / tiles_m) + int(rank)) * BN, m0 = (local % tiles_m) * BM;
         const int steps = g.kb[gi] / 64, m = g.n[gi] > n0 ? g.m[gi] : 0;  // no rows of c to store past n
         float d[64];
 #pragma unroll
