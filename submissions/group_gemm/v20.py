@@ -104,25 +104,6 @@ __device__ __forceinline__ void tma_store(const CUtensorMap* map, uint32_t src, 
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 }
 
-// The same 2-D tile into the shared memory of every CTA in the mask, each counting it on its own barrier
-// at the same offset.
-__device__ __forceinline__ void tma_load_multicast(uint32_t dst, const CUtensorMap* map, int x, int y, uint32_t bar,
-                                                   uint16_t mask) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-                 " [%0], [%1, {%2, %3}], [%4], %5;"
-                 :: "r"(dst), "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar), "h"(mask) : "memory");
-}
-
-// Arrive on the barrier at the same offset in another CTA of the cluster.
-__device__ __forceinline__ void bar_arrive_remote(uint32_t bar, uint32_t cta) {
-    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" :: "r"(bar), "r"(cta) : "memory");
-}
-
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-
 // Contiguous bytes into shared memory through the copy engine.
 __device__ __forceinline__ void bulk_load(uint32_t dst, const void* src, int bytes, uint32_t bar) {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
@@ -166,8 +147,8 @@ struct Groups {
     int count;
     int m[MAX_GROUPS], n[MAX_GROUPS], kb[MAX_GROUPS];
     int tiles_m[MAX_GROUPS];          // row tiles: ceil(m / BM)
-    int rows[MAX_GROUPS];             // rows of A per tile (the wgmma N): ceil(m / tiles_m) rounded up to 32
-    int tile_start[MAX_GROUPS + 1];   // flattened ceil(n / 2BN) x tiles_m tile pairs (one per cluster)
+    int rows[MAX_GROUPS];             // rows of A per tile (the wgmma N): ceil(m / tiles_m) rounded up to 32, at least 64
+    int tile_start[MAX_GROUPS + 1];   // flattened (n / BN) x tiles_m tiles
     int chunk_start[MAX_GROUPS + 1];  // flattened m x (kb / 32) decode chunks
     long a16_off[MAX_GROUPS];         // element offset of the group's fp16 A (rows padded to BM)
     const uint8_t* a[MAX_GROUPS];
@@ -229,20 +210,15 @@ __global__ void decode_a(const __grid_constant__ Groups g, __half* __restrict__ 
 // One consumer warpgroup's share of a tile with N rows of A (the wgmma N): 64 rows of B over all K steps
 // from ring position j on, then c out through the staging boxes.
 template <int N>
-__device__ __forceinline__ void consume_tile(const Groups& g, int gi, int n0, int m0, int m, uint8_t* smem, uint32_t rank,
-                                             int& j, int& chunk_count) {
+__device__ __forceinline__ void consume_tile(const Groups& g, int gi, int n0, int m0, uint8_t* smem, int& j,
+                                             int& chunk_count) {
     const int tid = threadIdx.x, wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, q = lane % 4;
     const int frag_row = wg * 64 + warp * 16 + lane / 4;  // this thread's B rows: frag_row, frag_row + 8
     // Scales arrive as the contest's 512-byte block of 128 rows: row r's 4 bytes sit at (r % 32) * 16 + (r / 32) * 4.
     const int s_row0 = (frag_row % 32) * 16 + (frag_row / 32) * 4, s_row1 = ((frag_row + 8) % 32) * 16 + ((frag_row + 8) / 32) * 4;
     const uint32_t full = smem_addr(smem + BAR_OFFSET), empty = full + STAGES * 8;
     const uint32_t c_boxes = smem_addr(smem + C_OFFSET + 2 * wg * C_BYTES);
-    const int steps = g.kb[gi] / 64;
-    // A stage is free once every consumer warp of both CTAs is done with it (each CTA's A half went to both).
-    auto release = [rank](uint32_t bar) {
-        bar_arrive(bar);
-        bar_arrive_remote(bar, rank ^ 1);
-    };
+    const int steps = g.kb[gi] / 64, m = g.m[gi];
     float d[N / 2];
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) d[i] = 0.f;
@@ -272,11 +248,11 @@ __device__ __forceinline__ void consume_tile(const Groups& g, int gi, int n0, in
             asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
             asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
             // Block 0's wait completes the previous stage's last group: that stage is free.
-            if (blk == 0 && i > 0 && lane == 0) release(empty + 8 * ((j - 1) % STAGES));
+            if (blk == 0 && i > 0 && lane == 0) bar_arrive(empty + 8 * ((j - 1) % STAGES));
         }
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    if (lane == 0) release(empty + 8 * ((j - 1) % STAGES));  // the tile's last stage
+    if (lane == 0) bar_arrive(empty + 8 * ((j - 1) % STAGES));  // the tile's last stage
 
     // d[4j + h] holds c[m0 + 8j + 2q + (h & 1), n0 + frag_row + 8 * (h >> 1)] / 128. Each warpgroup stages its
     // 64 columns in 32-row chunks through two boxes, so a chunk is converted while the copy engine still
@@ -307,74 +283,61 @@ __device__ __forceinline__ void consume_tile(const Groups& g, int gi, int n0, in
     }
 }
 
-// A cluster of two CTAs takes a pair of tiles: the same rows of A, neighbouring 128-row blocks of B (the
-// second may lie past n: its CTA then loads and stores no B or c but still takes part in the ring).
-__global__ void __maxnreg__(224) group_main(const __grid_constant__ Groups g) {
+__global__ void __launch_bounds__(THREADS, 1) group_main(const __grid_constant__ Groups g) {
     extern __shared__ uint8_t smem_raw[];
     uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     const int tid = threadIdx.x;
-    uint32_t rank;
-    asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
     const uint32_t full = smem_addr(smem + BAR_OFFSET), empty = full + STAGES * 8;
     if (tid == 0) {
         for (int s = 0; s < STAGES; ++s) {
             bar_init(full + 8 * s, 1);
-            bar_init(empty + 8 * s, 2 * CONSUMERS / 32);  // every consumer warp of both CTAs
+            bar_init(empty + 8 * s, CONSUMERS / 32);  // one arrival per consumer warp
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
-    cluster_sync();  // both CTAs' barriers exist before either copies or arrives into the other
-    const int pairs = g.tile_start[g.count], cluster = blockIdx.x / 2, clusters = gridDim.x / 2;
+    __syncthreads();
+    const int tiles = g.tile_start[g.count];
 
     if (tid >= CONSUMERS) {
-        // Producer warp: one thread keeps the ring full. Each CTA loads one of the two 64-wide K blocks of
-        // A and multicasts it to both; B and its scales are its own.
-        if (tid == CONSUMERS) {
-            int j = 0;  // ring position
-            for (int p = cluster; p < pairs; p += clusters) {
-                const int gi = find_group(g, g.tile_start, p);
-                const int local = p - g.tile_start[gi];
-                const int tiles_m = g.tiles_m[gi];
-                const int n0 = (2 * (local / tiles_m) + int(rank)) * BN, m0 = (local % tiles_m) * g.rows[gi];
-                const bool has_b = n0 < g.n[gi];
-                const int kb = g.kb[gi], steps = kb / 64;
-                const uint8_t* sfb = g.sfb[gi] + long(n0 / 128) * ((kb / 8 + 3) / 4) * 512;
-                for (int step = 0; step < steps; ++step, ++j) {
-                    const int stage = j % STAGES;
-                    if (j >= STAGES) bar_wait(empty + 8 * stage, ((j / STAGES) + 1) & 1);
-                    const uint32_t bar = full + 8 * stage;
-                    bar_expect(bar, has_b ? STAGE_TX : A_BYTES);
-                    tma_load_multicast(smem_addr(smem + stage * A_BYTES + rank * A_BLOCK), &g.map_a[gi],
-                                       step * BK + 64 * rank, m0, bar, 0x3);
-                    if (has_b) {
-                        tma_load(smem_addr(smem + B_OFFSET + stage * B_BYTES), &g.map_b[gi], step * 64, n0, bar);
-                        bulk_load(smem_addr(smem + S_OFFSET + stage * S_BYTES), sfb + step * 1024, S_BYTES, bar);
-                    }
-                }
+        // Producer warp: one thread walks the same static schedule and keeps the ring full, running
+        // ahead into the next tile while the consumers finish this one.
+        if (tid != CONSUMERS) return;
+        int j = 0;  // ring position
+        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            const int gi = find_group(g, g.tile_start, t);
+            const int tile = t - g.tile_start[gi];
+            const int tiles_m = g.tiles_m[gi];
+            const int n0 = (tile / tiles_m) * BN, m0 = (tile % tiles_m) * g.rows[gi];
+            const int kb = g.kb[gi], steps = kb / 64;
+            const uint8_t* sfb = g.sfb[gi] + long(n0 / 128) * ((kb / 8 + 3) / 4) * 512;
+            for (int step = 0; step < steps; ++step, ++j) {
+                const int stage = j % STAGES;
+                if (j >= STAGES) bar_wait(empty + 8 * stage, ((j / STAGES) + 1) & 1);
+                const uint32_t bar = full + 8 * stage;
+                bar_expect(bar, STAGE_TX);
+                tma_load(smem_addr(smem + stage * A_BYTES), &g.map_a[gi], step * BK, m0, bar);
+                tma_load(smem_addr(smem + stage * A_BYTES + A_BLOCK), &g.map_a[gi], step * BK + 64, m0, bar);
+                tma_load(smem_addr(smem + B_OFFSET + stage * B_BYTES), &g.map_b[gi], step * 64, n0, bar);
+                bulk_load(smem_addr(smem + S_OFFSET + stage * S_BYTES), sfb + step * 1024, S_BYTES, bar);
             }
         }
-        __syncwarp();
-        cluster_sync();  // the other CTA may still arrive on this one's barriers until it is done
         return;
     }
 
     int chunk_count = 0;  // chunks this warpgroup has staged: chunk i uses box i % 2
     int j = 0;            // ring position
-    for (int p = cluster; p < pairs; p += clusters) {
-        const int gi = find_group(g, g.tile_start, p);
-        const int local = p - g.tile_start[gi];
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const int gi = find_group(g, g.tile_start, t);
+        const int tile = t - g.tile_start[gi];
         const int tiles_m = g.tiles_m[gi], rows = g.rows[gi];
-        const int n0 = (2 * (local / tiles_m) + int(rank)) * BN, m0 = (local % tiles_m) * rows;
-        const int m = g.n[gi] > n0 ? g.m[gi] : 0;  // no rows of c to store past n
+        const int n0 = (tile / tiles_m) * BN, m0 = (tile % tiles_m) * rows;
         switch (rows) {
-            case 32: consume_tile<32>(g, gi, n0, m0, m, smem, rank, j, chunk_count); break;
-            case 64: consume_tile<64>(g, gi, n0, m0, m, smem, rank, j, chunk_count); break;
-            case 96: consume_tile<96>(g, gi, n0, m0, m, smem, rank, j, chunk_count); break;
-            default: consume_tile<128>(g, gi, n0, m0, m, smem, rank, j, chunk_count); break;
+            case 64: consume_tile<64>(g, gi, n0, m0, smem, j, chunk_count); break;
+            case 96: consume_tile<96>(g, gi, n0, m0, smem, j, chunk_count); break;
+            default: consume_tile<128>(g, gi, n0, m0, smem, j, chunk_count); break;
         }
     }
     if (tid % 128 == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");  // before shared memory goes
-    cluster_sync();
 }
 
 }  // namespace
@@ -407,8 +370,8 @@ void group_gemm(std::vector<torch::Tensor> a, std::vector<torch::Tensor> b, std:
         g.sfb[i] = reinterpret_cast<const uint8_t*>(sfb[i].data_ptr());
         g.c[i] = reinterpret_cast<__half*>(c[i].data_ptr());
         g.tiles_m[i] = (g.m[i] + BM - 1) / BM;
-        g.rows[i] = ((g.m[i] + g.tiles_m[i] - 1) / g.tiles_m[i] + 31) / 32 * 32;
-        g.tile_start[i + 1] = g.tile_start[i] + (g.n[i] / BN + 1) / 2 * g.tiles_m[i];
+        g.rows[i] = std::max(64, ((g.m[i] + g.tiles_m[i] - 1) / g.tiles_m[i] + 31) / 32 * 32);
+        g.tile_start[i + 1] = g.tile_start[i] + (g.n[i] / BN) * g.tiles_m[i];
         g.chunk_start[i + 1] = g.chunk_start[i] + g.m[i] * (g.kb[i] / 32);
     }
     long offset = 0;
@@ -449,30 +412,17 @@ void group_gemm(std::vector<torch::Tensor> a, std::vector<torch::Tensor> b, std:
     }
     auto stream = at::cuda::getCurrentCUDAStream();
     decode_a<<<(g.chunk_start[count] + 127) / 128, 128, 0, stream>>>(g, a16p);
-    cudaLaunchAttribute cluster_dims;
-    cluster_dims.id = cudaLaunchAttributeClusterDimension;
-    cluster_dims.val.clusterDim.x = 2;
-    cluster_dims.val.clusterDim.y = 1;
-    cluster_dims.val.clusterDim.z = 1;
-    cudaLaunchConfig_t config = {};
-    config.blockDim = dim3(THREADS);
-    config.dynamicSmemBytes = SMEM_BYTES;
-    config.stream = stream;
-    config.attrs = &cluster_dims;
-    config.numAttrs = 1;
-    static int clusters = 0;  // clusters that fit on the GPU at once
-    if (clusters == 0) {
+    static int ctas = 0;
+    if (ctas == 0) {
         cudaFuncSetAttribute(group_main, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
-        int sms = 0;
+        int sms = 0, per_sm = 0;
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, at::cuda::current_device());
-        config.gridDim = dim3(sms / 2 * 2);
-        TORCH_CHECK(cudaOccupancyMaxActiveClusters(&clusters, group_main, &config) == cudaSuccess && clusters > 0,
-                    "group_gemm v20: no cluster of two CTAs fits");
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, group_main, THREADS, SMEM_BYTES);
+        ctas = sms * per_sm;
     }
-    config.gridDim = dim3(2 * std::min(g.tile_start[count], clusters));
-    TORCH_CHECK(cudaLaunchKernelEx(&config, group_main, g) == cudaSuccess, "group_gemm v20: launch failed");
+    group_main<<<std::min(g.tile_start[count], ctas), THREADS, SMEM_BYTES, stream>>>(g);
 }
-""".replace("WGMMA_FUNCTIONS", WGMMA_DECLARATION + "".join(_wgmma(n) for n in (32, 64, 96, 128)))
+""".replace("WGMMA_FUNCTIONS", WGMMA_DECLARATION + "".join(_wgmma(n) for n in (64, 96, 128)))
 
 CPP_SRC = ("void group_gemm(std::vector<torch::Tensor> a, std::vector<torch::Tensor> b, std::vector<torch::Tensor> c, "
            "std::vector<torch::Tensor> sfa, std::vector<torch::Tensor> sfb, torch::Tensor a16);")
