@@ -1,12 +1,15 @@
-"""group_gemm v19 — one CTA per SM with registers for a whole block in flight: decode overlaps the MMAs.
+"""group_gemm v19 — 2-CTA clusters with TMA multicast of A (the seed's V17).
 
-Parent: v17. Idea: trade the second CTA per SM for registers. With one CTA (two consumer
-warpgroups and the producer warp) a thread may hold 157 registers, so the fragments of one
-64-wide K block stay in flight while the next block is decoded: per block, decode -> wgmma.fence ->
-4 wgmmas -> commit -> wait_group 1, and a stage is released when its last group completes. Stages
-carry 128 of K (2 tensor copies of A, one of B, one 1 KB bulk copy of scales); 4 of them.
-Measured (H200, benchmark mode, L2 flushed): 163.0 / 94.6 / 38.2 / 22.3 µs on the 4 benchmark
-shapes, geomean 60.3 µs = 3.03x SOL; speed-up over the parent 1.17x.
+Parent: v18. Idea: the seed's V17. A cluster of two CTAs takes a pair of tiles with the same rows of
+A and neighbouring 128-row blocks of B; each CTA loads one 64-wide K block of A per stage and
+multicasts it to both (half the A traffic from L2), so a stage is free only when the consumer warps
+of both CTAs have released it (remote mbarrier arrivals, 16 per stage). A pair whose second block
+lies past n still runs the ring but loads and stores no B or c. Launched with cudaLaunchKernelEx
+and a cluster dimension; cudaOccupancyMaxActiveClusters sizes the persistent grid.
+Measured (H200, benchmark mode, L2 flushed): 166.6 / 96.2 / 40.2 / 30.6 µs on the 4 benchmark
+shapes, geomean 66.6 µs = 3.35x SOL; speed-up over the parent 0.90x. Kept, a regression: A's L2
+traffic was not the limiter (Nsight Compute on v23, shape 1: L2 41%, DRAM 25% busy), and the pairing ties two
+CTAs' rings together, so either CTA's stall stops both.
 """
 import torch
 from torch.utils.cpp_extension import load_inline

@@ -1,12 +1,15 @@
-"""group_gemm v20 — one CTA per SM with registers for a whole block in flight: decode overlaps the MMAs.
+"""group_gemm v20 — v16's per-group tile rows again, now on the overlapped kernel (wgmma N = 64, 96 or 128).
 
-Parent: v17. Idea: trade the second CTA per SM for registers. With one CTA (two consumer
-warpgroups and the producer warp) a thread may hold 157 registers, so the fragments of one
-64-wide K block stay in flight while the next block is decoded: per block, decode -> wgmma.fence ->
-4 wgmmas -> commit -> wait_group 1, and a stage is released when its last group completes. Stages
-carry 128 of K (2 tensor copies of A, one of B, one 1 KB bulk copy of scales); 4 of them.
-Measured (H200, benchmark mode, L2 flushed): 163.0 / 94.6 / 38.2 / 22.3 µs on the 4 benchmark
-shapes, geomean 60.3 µs = 3.03x SOL; speed-up over the parent 1.17x.
+Parent: v18 (v19's clusters were slower). Idea: v16 found the kernel not bound by MMA work; v18
+made the tensor pipe the busiest unit, so the padded rows might now cost time. Each group's rows are
+split into ceil(m / 128) equal tiles rounded up to 32 (at least 64): shape 1 does 1120 rows of MMA
+instead of 1408, shape 2 1280 instead of 1664. A still arrives as 128-row boxes; only the wgmma N
+and the stored chunks shrink. Four sizes (with N = 32) needed 203 registers, more than 9 warps may
+hold (a quarter-SM has 16K registers and one quarter hosts 3 of the 9 warps), so N = 32 is left out
+and the three-way switch runs at the 168-register cap with a few spills.
+Measured (H200, benchmark mode, L2 flushed): 158.9 / 91.0 / 39.6 / 25.4 µs on the 4 benchmark
+shapes, geomean 61.7 µs = 3.10x SOL; speed-up over the parent 0.98x. Kept, mixed: shapes 1-2 are
+2.5% / 4% faster, shapes 3-4 slower (spills, and no fewer rows there); the main line goes on from v18.
 """
 import torch
 from torch.utils.cpp_extension import load_inline

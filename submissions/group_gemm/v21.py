@@ -1,12 +1,14 @@
-"""group_gemm v21 — one CTA per SM with registers for a whole block in flight: decode overlaps the MMAs.
+"""group_gemm v21 — the group table, with its 24 tensor maps, kept across calls (the seed's V21).
 
-Parent: v17. Idea: trade the second CTA per SM for registers. With one CTA (two consumer
-warpgroups and the producer warp) a thread may hold 157 registers, so the fragments of one
-64-wide K block stay in flight while the next block is decoded: per block, decode -> wgmma.fence ->
-4 wgmmas -> commit -> wait_group 1, and a stage is released when its last group completes. Stages
-carry 128 of K (2 tensor copies of A, one of B, one 1 KB bulk copy of scales); 4 of them.
-Measured (H200, benchmark mode, L2 flushed): 163.0 / 94.6 / 38.2 / 22.3 µs on the 4 benchmark
-shapes, geomean 60.3 µs = 3.03x SOL; speed-up over the parent 1.17x.
+Parent: v18 (v20's per-group tile rows were a mixed result). Idea: the seed's V21 pre-encoded every
+group's tensor maps on the host; so did v11-v18, on every call (24 cuTensorMapEncodeTiled calls on
+the 8-group shapes). The table is now rebuilt only when the call's addresses, sizes or row strides
+differ from the last call's (a memcmp of a key), the usual case when a kernel is timed repeatedly.
+Measured (H200, benchmark mode, L2 flushed): 161.4 / 93.1 / 37.6 / 29.3 µs on the 4 benchmark
+shapes, geomean 63.8 µs = 3.21x SOL; interleaved against v18 in one process (run.py diff --measure,
+3 rounds, results/h200/group_gemm_diff_v18_v21_v23_v24.txt): 1.00 / 1.00 / 0.97 / 0.97x, none
+significant. Shapes 3-4 are host-bound (28 µs of host per call against 29-34 µs of GPU work), so
+single runs of them vary by up to 30%.
 """
 import torch
 from torch.utils.cpp_extension import load_inline

@@ -1,12 +1,15 @@
-"""group_gemm v24 — one CTA per SM with registers for a whole block in flight: decode overlaps the MMAs.
+"""group_gemm v24 — stream-K: each CTA takes an equal range of all tiles' K steps (beyond the seed).
 
-Parent: v17. Idea: trade the second CTA per SM for registers. With one CTA (two consumer
-warpgroups and the producer warp) a thread may hold 157 registers, so the fragments of one
-64-wide K block stay in flight while the next block is decoded: per block, decode -> wgmma.fence ->
-4 wgmmas -> commit -> wait_group 1, and a stage is released when its last group completes. Stages
-carry 128 of K (2 tensor copies of A, one of B, one 1 KB bulk copy of scales); 4 of them.
-Measured (H200, benchmark mode, L2 flushed): 163.0 / 94.6 / 38.2 / 22.3 µs on the 4 benchmark
-shapes, geomean 60.3 µs = 3.03x SOL; speed-up over the parent 1.17x.
+Parent: v23. Idea: one tile per work unit leaves the last wave partly idle (352 tiles on 132 SMs is
+2.67 waves on shape 1; 120 tiles on shape 3 leave 12 SMs idle). The K steps of all tiles are laid end
+to end and cut into 132 equal ranges. A tile cut across CTAs is finished by the CTA holding its step 0
+(it reaches it last); the others add their fp32 partial sums into a workspace with atomics and count
+their arrival, and the finisher takes the sums with atomicExch (leaving zeros for the next call).
+Measured (H200, benchmark mode, L2 flushed): 163.1 / 103.7 / 47.9 / 44.0 µs on the 4 benchmark
+shapes, geomean 77.3 µs = 3.88x SOL; interleaved against v18: 0.985 / 0.90 / 0.82 / 0.88x (the last
+not significant). Kept, a regression: balance was not the limiter (the main kernel's tensor pipe is
+already 65% busy on shape 1), and every cut tile pays a second pipeline fill, 16K float atomics per
+partial and a wait.
 """
 import torch
 from torch.utils.cpp_extension import load_inline

@@ -1,12 +1,15 @@
-"""group_gemm v25 — one CTA per SM with registers for a whole block in flight: decode overlaps the MMAs.
+"""group_gemm v25 — the A decode writes 16 contiguous bytes per thread: 30 µs -> 9.7 µs (beyond the seed).
 
-Parent: v17. Idea: trade the second CTA per SM for registers. With one CTA (two consumer
-warpgroups and the producer warp) a thread may hold 157 registers, so the fragments of one
-64-wide K block stay in flight while the next block is decoded: per block, decode -> wgmma.fence ->
-4 wgmmas -> commit -> wait_group 1, and a stage is released when its last group completes. Stages
-carry 128 of K (2 tensor copies of A, one of B, one 1 KB bulk copy of scales); 4 of them.
-Measured (H200, benchmark mode, L2 flushed): 163.0 / 94.6 / 38.2 / 22.3 µs on the 4 benchmark
-shapes, geomean 60.3 µs = 3.03x SOL; speed-up over the parent 1.17x.
+Parent: v23 (v24's stream-K was slower). Idea: Nsight Compute showed the A-decode kernel at 30 µs on
+shape 1 (850 GB/s, 0.13 eligible warps): each thread decoded a 64-element block and wrote it as eight
+16-byte stores 128 bytes apart, so every store instruction of a warp touched 32 lines. Now a thread
+writes one 16-byte piece (8 permuted elements: element (t/2)*16 + (i%2)*8 + i/2 + 4*(t%2) at position
+8i + t), the 8 threads of a block share its 32 bytes of codes through L1, and two codes and their
+scale are decoded together with fp16x2 multiplies.
+Measured (H200, benchmark mode, L2 flushed): 145.5 / 94.7 / 40.0 / 44.2 µs on the 4 benchmark shapes,
+geomean 70.3 µs = 3.53x SOL (shape 1 at 2.39x). Interleaved against v23 (3 rounds,
+results/h200/group_gemm_diff_v23_v25.txt): 1.11x faster on shape 1 (95% CI 1.09-1.13), others not
+significant; the decode kernel takes 9.7 µs (ncu). Shapes 3-4 remain host-bound (see v23).
 """
 import torch
 from torch.utils.cpp_extension import load_inline
