@@ -166,3 +166,26 @@ def test_every_lineage_file_names_an_earlier_parent_an_idea_and_a_measurement():
                 continue
             assert v.parent in found and version_key(v.parent) < version_key(name), (task, name, v.parent)
             assert "Measured" in doc and "µs" in doc, (task, name)
+
+
+def test_merge_adds_each_device_record_once(results_dir, tmp_path):
+    import tarfile
+    write(results_dir, [record("v0", "a", i, 400.0) for i in range(3)])
+    device = tmp_path / "device" / "results"  # a device run's copy: the old records plus new ones
+    device.mkdir(parents=True)
+    for r in [record("v0", "a", i, 400.0) for i in range(3)] + [record("v1", "b", i, 80.0) for i in range(3)]:
+        results.append(device / "gemv.jsonl", r)
+    results.append(device / "leaderboard.jsonl", {"task": "gemv", "version": "v1", "geomean_ns": 80_000.0})
+    assert results.merge(device, results_dir) == {"gemv.jsonl": 3, "leaderboard.jsonl": 1}
+    assert results.merge(device, results_dir) == {"gemv.jsonl": 0, "leaderboard.jsonl": 0}
+    assert [r["run_id"] for r in results.read(results_dir / "gemv.jsonl")] == ["a"] * 3 + ["b"] * 3
+    results.append(device / "gemv.jsonl", record("v2", "c", 0, 70.0))
+    archive = tmp_path / "results.tgz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(device, arcname="results")
+    out = cli("merge", str(archive), timeout=120)
+    assert out.returncode == 0 and "gemv.jsonl: 1 new records" in out.stdout, out.stderr
+    assert len(results.read(results_dir / "gemv.jsonl")) == 7
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert cli("merge", str(empty), timeout=120).returncode == 1
