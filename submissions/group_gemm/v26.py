@@ -1,15 +1,16 @@
-"""group_gemm v26 — the A decode writes 16 contiguous bytes per thread: 30 µs -> 9.7 µs (beyond the seed).
+"""group_gemm v26 — both launches recorded once per group table as a CUDA graph and replayed.
 
-Parent: v23 (v24's stream-K was slower). Idea: Nsight Compute showed the A-decode kernel at 30 µs on
-shape 1 (850 GB/s, 0.13 eligible warps): each thread decoded a 64-element block and wrote it as eight
-16-byte stores 128 bytes apart, so every store instruction of a warp touched 32 lines. Now a thread
-writes one 16-byte piece (8 permuted elements: element (t/2)*16 + (i%2)*8 + i/2 + 4*(t%2) at position
-8i + t), the 8 threads of a block share its 32 bytes of codes through L1, and two codes and their
-scale are decoded together with fp16x2 multiplies.
-Measured (H200, benchmark mode, L2 flushed): 145.5 / 94.7 / 40.0 / 44.2 µs on the 4 benchmark shapes,
-geomean 70.3 µs = 3.53x SOL (shape 1 at 2.39x). Interleaved against v23 (3 rounds,
-results/h200/group_gemm_diff_v23_v25.txt): 1.11x faster on shape 1 (95% CI 1.09-1.13), others not
-significant; the decode kernel takes 9.7 µs (ncu). Shapes 3-4 remain host-bound (see v23).
+Parent: v25. Idea: v23/v25 showed the small shapes bound by host time. The A decode and the main
+kernel (3.5 KB of arguments each) are recorded on a private stream into one CUDA graph whenever the
+group table changes, and each call replays it on the current stream with one cudaGraphLaunch.
+Measured (H200, benchmark mode, L2 flushed): 150.2 / 96.8 / 43.2 / 66.8 µs on the 4 benchmark shapes,
+geomean 80.5 µs = 4.05x SOL; interleaved against v25 (3 rounds, results/h200/group_gemm_diff_v25_v26.txt):
+0.97 / 0.915 / 0.64 (not significant) / 0.55x, geomean 0.75x (95% CI 0.64-0.87). Kept, a regression
+that teaches: in a back-to-back loop (scripts/launch_overhead.py, results/h200/launch_overhead_v25_v26.txt)
+the graph does what it should, host 37.3 / 29.7 / 18.2 / 18.8 -> 22.7 / 26.1 / 13.5 / 13.8 µs per call and
+queued GPU 142.3 / 87.3 / 31.9 / 18.9 -> 139.5 / 85.2 / 30.7 / 15.4 µs, but the contest's sampling (flush
+L2, event, calls, event) times each replay from a cold start, and there the graph launch costs more
+than two plain launches. Host time has to go by doing less per call, not by replaying it.
 """
 import torch
 from torch.utils.cpp_extension import load_inline
