@@ -12,6 +12,16 @@ from .lineage import benchmark_records, default_gpu, latest_complete, versions  
 from .stats import geomean  # noqa: E402
 
 
+IDEA_LABELS_UP_TO = 10  # versions per chart that still get their idea written under the name
+
+
+def tick_labels(order) -> list[str]:
+    """A short lineage gets each version's idea under its name; a long one only the names."""
+    if len(order) <= IDEA_LABELS_UP_TO:
+        return [f"{v.name}\n{v.idea[:22]}" for v in order]
+    return [v.name for v in order]
+
+
 def lineage_chart(task: str, n_shapes: int, out_dir: Path, gpu: str | None = None, kind: str = "benchmarks") -> Path:
     records = benchmark_records(task, gpu, kind)
     latest = latest_complete(records, n_shapes)
@@ -20,7 +30,7 @@ def lineage_chart(task: str, n_shapes: int, out_dir: Path, gpu: str | None = Non
     gpu = latest["gpu"].iloc[0]
     order = [v for v in versions(task) if v.name in set(latest["version"])]
     shapes = latest.drop_duplicates("index").sort_values("index")
-    fig, axes = plt.subplots(1, len(shapes), figsize=(4.2 * len(shapes), 4.8), squeeze=False, sharey=False)
+    fig, axes = plt.subplots(1, len(shapes), figsize=(max(4.2, 0.22 * len(order)) * len(shapes), 4.8), squeeze=False, sharey=False)
     for ax, (_, shape) in zip(axes[0], shapes.iterrows()):
         rows = latest[latest["index"] == shape["index"]].set_index("version")
         ys = [rows.loc[v.name, "mean_ns"] / 1e3 for v in order]
@@ -30,7 +40,10 @@ def lineage_chart(task: str, n_shapes: int, out_dir: Path, gpu: str | None = Non
             ax.legend(loc="upper right", fontsize=8)
         ax.set_yscale("log")
         ax.set_xticks(range(len(order)))
-        ax.set_xticklabels([f"{v.name}\n{v.idea[:22]}" for v in order], fontsize=7, rotation=30, ha="right")
+        if len(order) <= IDEA_LABELS_UP_TO:
+            ax.set_xticklabels(tick_labels(order), fontsize=7, rotation=30, ha="right")
+        else:
+            ax.set_xticklabels(tick_labels(order), fontsize=6, rotation=90)
         ax.set_title(shape["shape"], fontsize=9)
         ax.set_ylabel("mean µs (log)")
         ax.grid(True, which="both", alpha=0.3)

@@ -189,3 +189,13 @@ def test_merge_adds_each_device_record_once(results_dir, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     assert cli("merge", str(empty), timeout=120).returncode == 1
+
+
+def test_long_lineages_are_labelled_by_name_only():
+    from types import SimpleNamespace
+
+    from harness.plots import IDEA_LABELS_UP_TO, tick_labels
+    short = [SimpleNamespace(name=f"v{i}", idea=f"idea {i}") for i in range(3)]
+    assert tick_labels(short)[2] == "v2\nidea 2"
+    long = [SimpleNamespace(name=f"v{i}", idea=f"idea {i}") for i in range(IDEA_LABELS_UP_TO + 1)]
+    assert tick_labels(long) == [f"v{i}" for i in range(IDEA_LABELS_UP_TO + 1)]
