@@ -15,11 +15,12 @@ from .stats import geomean  # noqa: E402
 IDEA_LABELS_UP_TO = 10  # versions per chart that still get their idea written under the name
 
 
-def tick_labels(order) -> list[str]:
-    """A short lineage gets each version's idea under its name; a long one only the names."""
+def tick_labels(order) -> tuple[list[str], dict]:
+    """Tick labels and their style: a short lineage gets each version's idea under its name, slanted;
+    a long one only the names, upright."""
     if len(order) <= IDEA_LABELS_UP_TO:
-        return [f"{v.name}\n{v.idea[:22]}" for v in order]
-    return [v.name for v in order]
+        return [f"{v.name}\n{v.idea[:22]}" for v in order], {"fontsize": 7, "rotation": 30, "ha": "right"}
+    return [v.name for v in order], {"fontsize": 6, "rotation": 90}
 
 
 def lineage_chart(task: str, n_shapes: int, out_dir: Path, gpu: str | None = None, kind: str = "benchmarks") -> Path:
@@ -30,6 +31,7 @@ def lineage_chart(task: str, n_shapes: int, out_dir: Path, gpu: str | None = Non
     gpu = latest["gpu"].iloc[0]
     order = [v for v in versions(task) if v.name in set(latest["version"])]
     shapes = latest.drop_duplicates("index").sort_values("index")
+    labels, label_style = tick_labels(order)
     fig, axes = plt.subplots(1, len(shapes), figsize=(max(4.2, 0.22 * len(order)) * len(shapes), 4.8), squeeze=False, sharey=False)
     for ax, (_, shape) in zip(axes[0], shapes.iterrows()):
         rows = latest[latest["index"] == shape["index"]].set_index("version")
@@ -40,10 +42,7 @@ def lineage_chart(task: str, n_shapes: int, out_dir: Path, gpu: str | None = Non
             ax.legend(loc="upper right", fontsize=8)
         ax.set_yscale("log")
         ax.set_xticks(range(len(order)))
-        if len(order) <= IDEA_LABELS_UP_TO:
-            ax.set_xticklabels(tick_labels(order), fontsize=7, rotation=30, ha="right")
-        else:
-            ax.set_xticklabels(tick_labels(order), fontsize=6, rotation=90)
+        ax.set_xticklabels(labels, **label_style)
         ax.set_title(shape["shape"], fontsize=9)
         ax.set_ylabel("mean µs (log)")
         ax.grid(True, which="both", alpha=0.3)
