@@ -67,6 +67,12 @@ __device__ __forceinline__ uint4 ld_stream(const uint8_t* p) {
     return x;
 }
 
+__device__ __forceinline__ uint32_t ld_u16(const uint8_t* p) {
+    unsigned short x;
+    asm volatile("ld.global.nc.L1::no_allocate.u16 %0, [%1];" : "=h"(x) : "l"(p));
+    return x;
+}
+
 __global__ void __launch_bounds__(WARPS * 32) gemv_kernel(
         const uint8_t* __restrict__ a, const uint8_t* __restrict__ b, const uint8_t* __restrict__ sfa,
         const uint8_t* __restrict__ sfb, __half* __restrict__ c, int m, int kb,
@@ -110,7 +116,7 @@ __global__ void __launch_bounds__(WARPS * 32) gemv_kernel(
             for (int r = 0; r < ROWS; ++r) {
                 if (ch < nch) {
                     x[u][r] = ld_stream(arow[r] + ch * 16);
-                    s[u][r] = *reinterpret_cast<const uint16_t*>(srow[r] + ch * 2);
+                    s[u][r] = ld_u16(srow[r] + ch * 2);
                 } else {
                     x[u][r] = make_uint4(0, 0, 0, 0);
                     s[u][r] = 0;
