@@ -7,6 +7,10 @@ vector's signed bytes 2b, exactly as v7. The vector is decoded once per CTA into
 warps own two rows, lanes load 16 bytes of each row per step with two steps in flight. The kernel is
 compiled once per row length (k is a compile-time constant: shared memory is sized statically).
 Needs nvidia-cutlass-dsl (the optional extra in pyproject.toml).
+Measured (H200, benchmark mode): 109.8 / 178.8 / 152.5 µs, geomean 144.1 µs = 10.46x SOL, 0.40x its
+parent. Kept, a regression: the kernel passes every test, but each call spends 42.2 µs on the host
+(scripts/launch_overhead.py, shape 1; v7: 9.0 µs) in the DSL's JIT call path, and gemv is timed one
+call per sample. v9 removes exactly that.
 """
 import cutlass
 import cutlass.cute as cute
