@@ -304,6 +304,10 @@ int choose_split(int tiles, int steps, int ctas) {
     return halves < 2 * whole ? 2 : 1;
 }
 
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*, const cuuint64_t*,
+                                  const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                  CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
 // The parameter block for this call; the last one is kept, so a call on the same tensors (the usual case
 // when a kernel is timed) encodes no tensor map.
 const Params& params(const std::vector<int64_t>& ptrs, int m, int n, int k, int ctas) {
