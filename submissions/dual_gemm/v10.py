@@ -4,6 +4,9 @@ Parent: v9. Idea: v9's split-K helped where two slices fill the last round (shap
 where it chose four slices of 8 steps (shape 3: 0.87x): each slice pays a pipeline fill, its atomics and
 the finish pass. Capping the split at 2 keeps shape 4's gain and gives shape 3 back v8's unsplit tiles
 (with two slices it would need the same two half rounds as one whole round, and ties keep fewer slices).
+Measured (H200, benchmark mode, L2 flushed): 61.2 / 114.0 / 40.8 / 106.0 µs on the 4 benchmark shapes,
+geomean 74.2 µs = 2.29x SOL. Interleaved against v8 (3 rounds, results/h200/dual_gemm_diff_v8_v10.txt):
+1.02 / 1.02 / 1.01 (n.s.) / 1.10x, geomean 1.04x (95% CI 1.03-1.05).
 """
 import torch
 from torch.utils.cpp_extension import load_inline
