@@ -6,8 +6,8 @@
 # log and submit artefact comes back in $OUT/results.tgz, the console log in $OUT/lineage.log.
 # BENCH=0 skips the benchmark pass.
 set -u
-export PYTHONUNBUFFERED=1 NVFP4_ARENA_RESULTS="$OUT/results"
-mkdir -p "$NVFP4_ARENA_RESULTS" "$OUT/tests" && cp results/*.jsonl "$NVFP4_ARENA_RESULTS/"
+. scripts/device_results.sh
+mkdir -p "$OUT/tests"
 test_one() {
   timeout 400 python3 run.py --task "${1%%:*}" --submission "${1#*:}" --mode test >"$OUT/tests/${1/:/_}.log" 2>&1
 }
@@ -26,4 +26,4 @@ export -f test_one
     done
   fi
 } 2>&1 | tee "$OUT/lineage.log"
-tar czf "$OUT/results.tgz" -C "$OUT" results tests && rm -rf "$NVFP4_ARENA_RESULTS"
+pack_results results tests

@@ -4,8 +4,7 @@
 # Stored records and the local leaderboard are copied in first; everything comes back in
 # $OUT/results.tgz (records, leaderboard.jsonl, submit/ files), the console log in $OUT/submit.log.
 set -u
-export PYTHONUNBUFFERED=1 NVFP4_ARENA_RESULTS="$OUT/results"
-mkdir -p "$NVFP4_ARENA_RESULTS" && cp results/*.jsonl "$NVFP4_ARENA_RESULTS/"
+. scripts/device_results.sh
 {
   for task in "$@"; do
     echo "=== submit $task --best"
@@ -13,4 +12,4 @@ mkdir -p "$NVFP4_ARENA_RESULTS" && cp results/*.jsonl "$NVFP4_ARENA_RESULTS/"
   done
   python3 run.py leaderboard 2>&1
 } 2>&1 | tee "$OUT/submit.log"
-tar czf "$OUT/results.tgz" -C "$OUT" results && rm -rf "$NVFP4_ARENA_RESULTS"
+pack_results results
