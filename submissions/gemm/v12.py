@@ -7,6 +7,11 @@ than the CTAs, the tiles' K steps are laid end to end and every CTA takes a cont
 (stream-K), crossing a tile boundary at most once or twice; every segment adds into the fp32 workspace
 and the finish kernel rounds it to c, as v10's split tiles did. Problems with enough tiles keep whole
 tiles and the TMA-store epilogue.
+Measured (H200, benchmark mode, L2 flushed): 66.0 / 30.7 / 30.8 µs on the 3 benchmark shapes, geomean
+39.7 µs = 4.15x SOL in one run. Interleaved against v10 (3 rounds, results/h200/gemm_diff_v10_v12.txt):
+1.03x (CI 1.02-1.05) / 0.94x (0.91-0.97) / 1.01x (n.s.), geomean 0.99x, not significant. Kept, no gain:
+filling the last 20 SMs on shape 1 bought 3%, while shape 2, already balanced by v10's four slices
+(128 of 132 SMs), now pays a partial tile at both ends of most shares.
 """
 import torch
 from torch.utils.cpp_extension import load_inline
