@@ -45,7 +45,7 @@ CUDA_SRC = r"""
 namespace {
 
 constexpr int WG = 2;                     // consumer warpgroups per CTA, 64 rows of B each
-constexpr int BN = 64 * WG;               // rows of B (columns of c) per CTA
+constexpr int BN = 64 * WG;               // rows of B per stage: 64 of B1, then the same 64 of B2
 constexpr int BM = 128;                   // rows of A per CTA: the wgmma N
 constexpr int BK = 128;                   // K per step: two 64-wide K blocks
 constexpr int STAGES = 4;
