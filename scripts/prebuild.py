@@ -1,0 +1,27 @@
+"""Build (and cache) the CUDA extensions of lineage versions in parallel, one process each, before timing.
+
+    python scripts/prebuild.py gemv:v7 group_gemm:v25 ...
+"""
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ONE = """
+import sys; sys.path.insert(0, {root!r})
+import torch
+from harness.submission import import_submission
+from reference import get_task
+from reference.cases import cases
+task, version = {task!r}, {version!r}
+case = cases(task, "tests")[0]
+import_submission(__import__("pathlib").Path({root!r}) / "submissions" / task / (version + ".py")).custom_kernel(
+    get_task(task).generate_input(**case.args))
+torch.cuda.synchronize()
+print("built", task, version, flush=True)
+"""
+
+if __name__ == "__main__":
+    procs = [subprocess.Popen([sys.executable, "-c", ONE.format(root=str(ROOT), task=t, version=v)])
+             for t, v in (spec.split(":") for spec in sys.argv[1:])]
+    sys.exit(max([p.wait() for p in procs] + [0]))
