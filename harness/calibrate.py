@@ -7,10 +7,12 @@ from pathlib import Path
 
 import torch
 
-from reference.cases import task_config, task_names
+from reference.cases import task_names
 
-from .device import DeviceChores, RegionTimer, describe
+from .device import GpuDevice, describe
 from .results import now
+from .rules import StopRule, task_rules
+from .timing import measure
 
 
 def _median_ms(fn, repeats: int, warmup: int = 3) -> float:
@@ -19,11 +21,12 @@ def _median_ms(fn, repeats: int, warmup: int = 3) -> float:
     torch.cuda.synchronize()
     times = []
     for _ in range(repeats):
-        timer = RegionTimer(True)
-        timer.start()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
         fn()
-        timer.stop()
-        times.append(timer.elapsed_ns() / 1e6)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
     return statistics.median(times)
 
 
@@ -39,42 +42,32 @@ def copy_tbps(nbytes: int = 2 << 30) -> float:
     return 2 * nbytes / (_median_ms(lambda: dst.copy_(src), 20) * 1e-3) / 1e12
 
 
-def flush_us(chores: DeviceChores) -> float:
-    return _median_ms(chores.before_sample, 50) * 1e3
+def flush_us(device: GpuDevice) -> float:
+    return _median_ms(device.flush, 50) * 1e3
 
 
-def noop_floor_ns(chores: DeviceChores, n_inputs: int, samples: int = 200) -> float:
-    """Per-call time the harness reports for a kernel that returns c untouched."""
+def noop_floor_ns(task: str, samples: int = 200) -> float:
+    """Per-call time the default timing (flush + hold) reports for a kernel that returns c untouched."""
+    rules = task_rules(task)
+    device = GpuDevice(rules.eval.clear_bytes)
     c = torch.randn(8, 8, dtype=torch.float16, device="cuda")
-    inputs = [(c,)] * n_inputs
-
-    def kernel(data):
-        return data[-1]
-    times = []
-    timer = RegionTimer(True)
-    for _ in range(samples):
-        torch.cuda.synchronize()
-        chores.before_sample()
-        timer.start()
-        for d in inputs:
-            kernel(d)
-        timer.stop()
-        torch.cuda.synchronize()
-        times.append(timer.elapsed_ns() / n_inputs)
-    return statistics.median(times)
+    inputs = [(c,)] * rules.inputs_per_sample
+    timing = measure(lambda data: data[-1], lambda: (inputs, [False] * len(inputs)), device, "arena",
+                     StopRule(max_runs=samples, max_time_ns=float("inf")), [])
+    return statistics.median(timing.durations)
 
 
 def calibrate(path: Path) -> dict:
-    chores = DeviceChores()
+    gpu = GpuDevice(task_rules(task_names()[0]).eval.clear_bytes)
     device = describe()
     entry = {
         "measured_at": now(),
         "device": device,
         "fp16_matmul_tflops": fp16_matmul_tflops(),
         "copy_tbps": copy_tbps(),
-        "l2_flush_us": flush_us(chores),
-        "persisting_l2_reset": chores.reset_persisting_l2(),
-        "noop_floor_ns": {t: noop_floor_ns(chores, task_config(t)["iterations_per_sample"]) for t in task_names()},
+        "l2_flush_us": flush_us(gpu),
+        "persisting_l2_reset": gpu.reset_persisting_l2(),
+        "noop_floor_ns": {t: noop_floor_ns(t) for t in task_names()},
     }
     data = json.loads(path.read_text()) if path.exists() else {}
     data[device["name"]] = entry

@@ -1,8 +1,8 @@
 """Is version B really faster than A? Ratios of mean times with bootstrap 95% confidence
-intervals, and fresh interleaved measurements (A B C A B C ...) so that drift of the machine hits
-every version alike. Samples within one run are correlated (clocks, caches, a busy host), so
---measure bootstraps over runs: each round's mean is one unit, and with few units the interval
-uses Student's t on the bootstrap standard error."""
+intervals over interleaved measurements (harness.session.measure_interleaved: A B C C B A ...), so
+that drift of the machine hits every version alike. Samples within one run are correlated (clocks,
+caches, a busy host), so each round's mean is one unit, and with few units the interval uses
+Student's t on the bootstrap standard error."""
 import math
 import random
 import statistics
@@ -54,34 +54,3 @@ def verdict(point: float, low: float, high: float) -> str:
     if low <= 1.0 <= high:
         return "no significant difference"
     return f"{point:.3f}x {'faster' if point > 1 else 'slower'}"
-
-
-def measure_interleaved(subs: list, shapes: str, rounds: int, on_round=None) -> dict:
-    """Benchmark every version `rounds` times in turn in one shared worker process, the order
-    reversed every other round (A B C C B A ...) so neither drift nor going first favours a version;
-    per version and shape index, the mean of each round: {version: {index: [ns, ...]}}.
-    Records are not written."""
-    from .runner import Worker
-    from .session import TIMEOUT_S, build_jobs
-    task = subs[0].task
-    jobs = build_jobs(task, "benchmark", shapes)
-    timeout_s = TIMEOUT_S["benchmark"]
-    worker = Worker(task, [str(s.path) for s in subs], timeout_s)
-    if worker.fatal:
-        raise RuntimeError(f"the shared worker did not start: {worker.fatal['message']}")
-    pooled = {s.version: {} for s in subs}
-    try:
-        for r in range(rounds):
-            for sub in subs if r % 2 == 0 else reversed(subs):
-                for job in jobs:
-                    result = worker.run({**job, "submission": str(sub.path)}, timeout_s)
-                    if result.get("status") != "pass":
-                        raise RuntimeError(f"{sub.version} did not pass benchmark mode in round {r + 1} "
-                                           f"({job['label']}): {result.get('status')}: {result.get('message', '')}")
-                    if job["record"]:
-                        pooled[sub.version].setdefault(job["index"], []).append(result["stats"]["mean"])
-                if on_round:
-                    on_round(r + 1, sub.version)
-    finally:
-        worker.stop()
-    return pooled

@@ -1,5 +1,10 @@
-"""What we run on (GPU identity, versions, clocks) and the per-sample device chores:
-timers, L2 flush and persisting-L2 reset. Everything degrades to wall-clock on a CPU."""
+"""What we run on (GPU identity, versions, clocks), and the operations a timed sample issues to it:
+synchronize, L2 flush (ours) or clear (the contest's), stream hold, start and end events.
+
+`GpuDevice` issues them to CUDA; `HostDevice` is the CPU stand-in (no flush, no hold, wall-clock
+timer). The sample loop (harness.timing) sees only these methods, so a test can hand it a device
+that records the sequence of operations instead.
+"""
 import ctypes
 import glob
 import os
@@ -10,6 +15,8 @@ import time
 import torch
 
 FLUSH_L2_MULTIPLE = 4  # the flush writes a buffer this many times the L2 size
+CUDA_LIMIT_PERSISTING_L2 = 0x06
+CLEAR_PROBE_BYTES = 1 << 30  # the contest clear's duration is estimated from a randn of this size
 CPU_NAME = "cpu"
 
 # Saved before any submission is imported: timing goes through these, so patching the torch or
@@ -85,65 +92,155 @@ def _cudart():
     return None
 
 
-class DeviceChores:
-    """Per-sample chores before a timed region: flush L2 and drop persisting-L2 windows."""
 
-    CUDA_LIMIT_PERSISTING_L2 = 0x06
+def persisting_l2_limit(cudart) -> int:
+    if cudart is None:
+        return 0
+    value = ctypes.c_size_t(0)
+    if cudart.cudaDeviceGetLimit(ctypes.byref(value), CUDA_LIMIT_PERSISTING_L2) != 0:
+        return 0
+    return value.value
 
-    def __init__(self):
-        self.gpu = has_gpu()
-        self.flush_buffer = None
-        self.cudart = None
-        if self.gpu:
-            l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 64 << 20
-            self.flush_buffer = torch.empty(FLUSH_L2_MULTIPLE * l2 // 4, dtype=torch.int32, device="cuda")
-            self.cudart = _cudart()
+
+class GpuDevice:
+    """The stream operations of a timed sample on the current CUDA device."""
+
+    gpu = True
+
+    def __init__(self, clear_bytes: int):
+        from .hold import StreamHold
+        l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 64 << 20
+        self.flush_buffer = torch.empty(FLUSH_L2_MULTIPLE * l2 // 4, dtype=torch.int32, device="cuda")
+        self.cudart = _cudart()
+        self.clear_bytes = clear_bytes
+        self.clear_ns = self._clear_duration_ns()
+        self.stream_hold = StreamHold(timeout_ns=self.clear_ns)
+        self.start_event = torch.cuda.Event(enable_timing=True)
+        self.end_event = torch.cuda.Event(enable_timing=True)
+
+    def _clear_duration_ns(self) -> float:
+        """How long the contest's clear keeps this GPU busy: a smaller randn timed, scaled by size."""
+        times = []
+        for _ in range(3):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            _RECORD(start)
+            probe = torch.randn(CLEAR_PROBE_BYTES // 4, device="cuda")
+            _RECORD(end)
+            _EVENT_SYNC(end)
+            del probe
+            times.append(_ELAPSED(start, end) * 1e6)
+        return sorted(times)[1] * self.clear_bytes / CLEAR_PROBE_BYTES
+
+    def now(self) -> int:
+        return _NOW()
+
+    def synchronize(self):
+        _SYNC()
 
     def reset_persisting_l2(self) -> bool:
         if self.cudart is None:
             return False
-        ok = self.cudart.cudaDeviceSetLimit(self.CUDA_LIMIT_PERSISTING_L2, ctypes.c_size_t(0)) == 0
+        ok = self.cudart.cudaDeviceSetLimit(CUDA_LIMIT_PERSISTING_L2, ctypes.c_size_t(0)) == 0
         return self.cudart.cudaCtxResetPersistingL2Cache() == 0 and ok
 
-    def before_sample(self):
-        if self.gpu:
-            self.reset_persisting_l2()
-            self.flush_buffer.fill_(0x2A)
+    def persisting_l2_limit(self) -> int:
+        return persisting_l2_limit(self.cudart)
 
-    def synchronize(self):
-        if self.gpu:
-            _SYNC()
+    def flush(self):
+        """Ours: drop persisting-L2 windows and write a buffer of 4x the L2 size."""
+        self.reset_persisting_l2()
+        self.flush_buffer.zero_()
 
+    def contest_clear(self):
+        """The contest's: a float32 randn of its clear size, freed at once (queued; no synchronize)."""
+        self.reset_persisting_l2()
+        try:
+            dummy = torch.randn(self.clear_bytes // 4, device="cuda")
+        except torch.OutOfMemoryError as exc:
+            raise MemoryError(f"--timing contest needs {self.clear_bytes / (1 << 30):.1f} GiB of free GPU memory for "
+                              f"the contest's L2 clear, and this GPU does not have it") from exc
+        del dummy
 
-class RegionTimer:
-    """Times a region: CUDA events on a GPU, perf_counter on a CPU. elapsed_ns() after stop()."""
+    def hold(self):
+        self.stream_hold.engage()
 
-    def __init__(self, gpu: bool):
-        self.gpu = gpu
-        if gpu:
-            self.start_event = torch.cuda.Event(enable_timing=True)
-            self.end_event = torch.cuda.Event(enable_timing=True)
+    def release(self):
+        self.stream_hold.release()
+
+    def hold_timed_out(self) -> bool:
+        return self.stream_hold.timed_out()
 
     def start(self):
-        if self.gpu:
-            _RECORD(self.start_event)
-        else:
-            self.t0 = _NOW()
+        _RECORD(self.start_event)
 
     def stop(self):
-        if self.gpu:
-            _RECORD(self.end_event)
-        else:
-            self.t1 = _NOW()
+        _RECORD(self.end_event)
 
-    def wait(self) -> int:
-        """Block until the region's end is reached on the device; returns the host time then."""
-        if self.gpu:
-            _EVENT_SYNC(self.end_event)
+    def wait_end(self) -> int:
+        """Block until the end event is reached; the host time then."""
+        _EVENT_SYNC(self.end_event)
         return _NOW()
 
+    def pending_ns(self, end_reached_ns: int) -> float:
+        """How long a device-wide synchronize still waited after the end event was reached: work on
+        other streams outlasting the timed region. Nothing runs between the two host clock reads."""
+        _SYNC()
+        return float(_NOW() - end_reached_ns)
+
     def elapsed_ns(self) -> float:
-        if self.gpu:
-            _EVENT_SYNC(self.end_event)
-            return _ELAPSED(self.start_event, self.end_event) * 1e6
+        return _ELAPSED(self.start_event, self.end_event) * 1e6
+
+
+class HostDevice:
+    """The CPU stand-in: calls are synchronous, the region is wall-clock, nothing to flush or hold."""
+
+    gpu = False
+    cudart = None
+    clear_ns = None
+
+    def now(self) -> int:
+        return _NOW()
+
+    def synchronize(self):
+        pass
+
+    def reset_persisting_l2(self) -> bool:
+        return False
+
+    def persisting_l2_limit(self) -> int:
+        return 0
+
+    def flush(self):
+        pass
+
+    def contest_clear(self):
+        pass
+
+    def hold(self):
+        pass
+
+    def release(self):
+        pass
+
+    def hold_timed_out(self) -> bool:
+        return False
+
+    def start(self):
+        self.t0 = _NOW()
+
+    def stop(self):
+        self.t1 = _NOW()
+
+    def wait_end(self) -> int:
+        return _NOW()
+
+    def pending_ns(self, end_reached_ns: int) -> float:
+        return 0.0
+
+    def elapsed_ns(self) -> float:
         return float(self.t1 - self.t0)
+
+
+def open_device(clear_bytes: int):
+    """The device the worker times on: the current GPU, or the host when there is none."""
+    return GpuDevice(clear_bytes) if has_gpu() else HostDevice()

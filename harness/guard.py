@@ -1,4 +1,5 @@
-"""Run-time defenses inside the worker: checks that turn the known cheats into verdicts.
+"""The checks behind the defenses (harness.defenses holds them as per-sample hooks): each turns a
+known cheat into a verdict. Nothing here imports the worker or times anything.
 
 - Integrity: the timers, clone, flush, checker and result channel are snapshotted before the
   submission is imported; any replacement (object or code) is reported by name. Measurements
@@ -7,55 +8,44 @@
   designated output c, and distinct from each other within a sample.
 - Deferred writes: a secret random subset of each output is read when the call returns and
   again after a device-wide synchronize; any difference is a verdict.
-- Escapes: Python threads still alive after the calls, work still pending on the device after
-  the timed region's end event (side streams), a persisting-L2 limit left set.
+- Fresh inputs: each sample's operands negated by a secret pattern (FreshInputs, sign_patterns),
+  and every output of every sample compared in a few stacked passes (StackedCheck).
 """
-import ctypes
 import secrets
+import sys
 import threading
 import time
 
 import torch
 
-from . import device
-
-ESCAPE_MIN_NS = 50_000.0  # pending device work after the end event beyond this ...
-ESCAPE_FRACTION = 0.25  # ... and beyond this share of the timed region is suspicious ...
-ESCAPE_REPEATS = 3  # ... and a verdict once it happens in this many samples in a row (host jitter is sporadic)
 DEFERRED_PROBE = 64  # output elements fingerprinted per call
 CPU_SETTLE_S = 0.02  # on a CPU, time given to a deferred writer before the second fingerprint
 
 
-def _watched() -> dict:
-    """Objects a cheat would replace, by name. Resolved fresh each time they are checked."""
-    import multiprocessing.connection as mpc
+WATCHED = (
+    "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time", "torch.cuda.Event.synchronize",
+    "torch.cuda.synchronize", "torch.Tensor.clone", "torch.Tensor.copy_", "torch.Tensor.zero_", "torch.randn",
+    "torch.equal", "time.perf_counter_ns", "multiprocessing.connection.Connection.send",
+    "harness.device.GpuDevice.flush", "harness.device.GpuDevice.contest_clear", "harness.device.GpuDevice.hold",
+    "harness.device.GpuDevice.release", "harness.device.GpuDevice.start", "harness.device.GpuDevice.stop",
+    "harness.device.GpuDevice.elapsed_ns", "harness.device.GpuDevice.synchronize", "harness.device.HostDevice.start",
+    "harness.device.HostDevice.stop", "harness.device.HostDevice.elapsed_ns", "harness.timing.measure",
+    "harness.timing.run_sample", "reference.checker.compare", "reference.checker.compare_groups",
+    "harness.guard.inspect_outputs", "harness.guard.Integrity.replaced", "harness.guard.StackedCheck.ok",
+)
 
-    import reference.checker as checker
-    from harness import worker
-    return {
-        "torch.cuda.Event.record": torch.cuda.Event.record,
-        "torch.cuda.Event.elapsed_time": torch.cuda.Event.elapsed_time,
-        "torch.cuda.Event.synchronize": torch.cuda.Event.synchronize,
-        "torch.cuda.synchronize": torch.cuda.synchronize,
-        "torch.Tensor.clone": torch.Tensor.clone,
-        "torch.Tensor.copy_": torch.Tensor.copy_,
-        "torch.equal": torch.equal,
-        "time.perf_counter_ns": time.perf_counter_ns,
-        "multiprocessing.connection.Connection.send": mpc.Connection.send,
-        "harness.device.RegionTimer.start": device.RegionTimer.start,
-        "harness.device.RegionTimer.stop": device.RegionTimer.stop,
-        "harness.device.RegionTimer.elapsed_ns": device.RegionTimer.elapsed_ns,
-        "harness.device.DeviceChores.before_sample": device.DeviceChores.before_sample,
-        "harness.device.DeviceChores.synchronize": device.DeviceChores.synchronize,
-        "harness.worker.clone_data": worker.clone_data,
-        "harness.worker.Jobs.benchmark": worker.Jobs.benchmark,
-        "harness.worker.Jobs.test": worker.Jobs.test,
-        "harness.worker.Jobs.compare_all": worker.Jobs.compare_all,
-        "reference.checker.compare": checker.compare,
-        "reference.checker.compare_groups": checker.compare_groups,
-        "harness.guard.inspect_outputs": inspect_outputs,
-        "harness.guard.Integrity.replaced": Integrity.replaced,
-    }
+
+def resolve(dotted: str):
+    """The object a dotted name points at now, looked up afresh from the loaded modules (None if absent)."""
+    parts = dotted.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        obj = sys.modules.get(".".join(parts[:cut]))
+        if obj is None:
+            continue
+        for name in parts[cut:]:
+            obj = getattr(obj, name, None)
+        return obj
+    return None
 
 
 def _code(obj):
@@ -63,21 +53,19 @@ def _code(obj):
 
 
 class Integrity:
-    """Snapshot of the watched objects (and the task module's functions), taken before import."""
+    """Snapshot of the watched objects (and the task module's functions), taken before the
+    submission is imported; `extra` names more objects to watch (the worker's own entry points)."""
 
-    def __init__(self, task_module):
-        self.task_module = task_module
-        self.saved = {**_watched(), **self._task_functions()}
+    def __init__(self, task_module, extra: tuple = ()):
+        task = f"reference.{task_module.__name__.split('.')[-1]}"
+        names = ("generate_input", "ref_kernel", "check_output", "fresh_slots", "rebuild")
+        self.names = WATCHED + tuple(extra) + tuple(f"{task}.{n}" for n in names)
+        self.saved = {name: resolve(name) for name in self.names}
         self.codes = {name: _code(obj) for name, obj in self.saved.items()}
 
-    def _task_functions(self) -> dict:
-        names = ("generate_input", "ref_kernel", "check_output", "fresh_slots", "rebuild")
-        return {f"reference.{self.task_module.__name__.split('.')[-1]}.{n}": getattr(self.task_module, n) for n in names}
-
     def replaced(self) -> list[str]:
-        now = {**_watched(), **self._task_functions()}
-        return [name for name, obj in self.saved.items()
-                if now.get(name) is not obj or _code(now.get(name)) is not self.codes[name]]
+        return [name for name in self.names
+                if (now := resolve(name)) is not self.saved[name] or _code(now) is not self.codes[name]]
 
 
 def _storages(obj):
@@ -189,15 +177,6 @@ def fingerprint(tensors: list) -> list:
     return sums
 
 
-def persisting_l2_limit(cudart) -> int:
-    if cudart is None:
-        return 0
-    value = ctypes.c_size_t(0)
-    if cudart.cudaDeviceGetLimit(ctypes.byref(value), device.DeviceChores.CUDA_LIMIT_PERSISTING_L2) != 0:
-        return 0
-    return value.value
-
-
 def sign_patterns(n_inputs: int):
     """Secret negate/keep choices per input, one list per sample. The first timed sample is the
     exact opposite of the correctness pass, so anything remembered from it is wrong at once."""
@@ -206,30 +185,6 @@ def sign_patterns(n_inputs: int):
     yield [not s for s in first]
     while True:
         yield [bool(secrets.randbits(1)) for _ in range(n_inputs)]
-
-
-def pending_after(end_event_done_ns: int) -> float:
-    """Nanoseconds a device-wide synchronize still waited after the end event had completed."""
-    torch.cuda.synchronize()
-    return float(time.perf_counter_ns() - end_event_done_ns)
-
-
-class EscapeWatch:
-    """Counts samples in a row whose device stayed busy after the end event."""
-
-    def __init__(self):
-        self.in_a_row = 0
-
-    def observe(self, pending_ns: float, region_ns: float) -> str:
-        if pending_ns <= max(ESCAPE_MIN_NS, ESCAPE_FRACTION * region_ns):
-            self.in_a_row = 0
-            return ""
-        self.in_a_row += 1
-        if self.in_a_row < ESCAPE_REPEATS:
-            return ""
-        return (f"the device was still busy {pending_ns / 1e3:.0f} µs after the timed region ended "
-                f"({region_ns / 1e3:.0f} µs), {self.in_a_row} samples in a row: work escaped the timing events "
-                f"(side stream or thread)")
 
 
 class ReferenceTrap:

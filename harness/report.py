@@ -45,9 +45,10 @@ def drop_empty_columns(table: Table) -> Table:
 def benchmark_table(summary: RunSummary) -> Table:
     sub = summary.submission
     gpu = summary.device.get("name", "?")
-    table = Table(title=f"{sub.task} {sub.version} — {summary.mode} on {gpu} (times in µs)", title_justify="left")
-    cols = ["#", "shape", "status", "mean", "± err", "best", "runs", "SOL", "×SOL", "% meas. peak", "B200 SOL",
-            "first call ms"]
+    table = Table(title=f"{sub.task} {sub.version} — {summary.mode} on {gpu}, {summary.timing} timing (times in µs)",
+                  title_justify="left")
+    cols = ["#", "shape", "status", "mean", "± err", "best", "median", "runs", "host", "SOL", "×SOL", "% meas. peak",
+            "B200 SOL", "first call ms"]
     for col in cols:
         table.add_column(col, justify="left" if col in ("shape", "status") else "right")
     for r in summary.records:
@@ -57,17 +58,34 @@ def benchmark_table(summary: RunSummary) -> Table:
         meas = f"{100 * r['measured_sol_ns'] / mean:.1f}" if mean and r.get("measured_sol_ns") else "-"
         first = "-" if r.get("first_call_ns") is None else f"{r['first_call_ns'] / 1e6:,.1f}"
         style = "green" if r["status"] == "pass" else "red"
+        host = us(r.get("host_ns")) + (" [yellow]host-bound[/]" if r.get("host_bound") else "")
         table.add_row(str(r["index"]), r["shape"], f"[{style}]{r['status']}[/]", us(mean), us(s.get("err")),
-                      us(s.get("best")), str(s.get("runs", "-")), us(r.get("sol_ns")), x_sol, meas,
-                      us(r.get("sol_b200_ns")), first)
+                      us(s.get("best")), us(s.get("median")), str(s.get("runs", "-")), host, us(r.get("sol_ns")), x_sol,
+                      meas, us(r.get("sol_b200_ns")), first)
     geo = summary.geomean_ns
     if geo:
         sols = [r["sol_ns"] for r in summary.records if r.get("sol_ns")]
         from .stats import geomean
         geo_sol = geomean(sols) if len(sols) == len(summary.records) else None
-        table.add_row("", "[bold]geomean[/]", "", f"[bold]{us(geo)}[/]", "", "", "", us(geo_sol),
+        table.add_row("", "[bold]geomean[/]", "", f"[bold]{us(geo)}[/]", "", "", "", "", "", us(geo_sol),
                       f"{geo / geo_sol:.2f}" if geo_sol else "-", "", "", "")
     return drop_empty_columns(table)
+
+
+def host_notes(summary: RunSummary, console: Console) -> None:
+    """What a host-bound shape or a timed-out hold means for the contest's number."""
+    bound = [r for r in summary.records if r.get("host_bound")]
+    if bound:
+        console.print(f"[yellow]host-bound[/] ({', '.join(str(r['index']) for r in bound)}): queueing a call takes the host "
+                      "longer than the GPU takes to run it. The contest hides it only while N calls x host time stay "
+                      "under its L2 clear (about 37 ms for gemm, dual and group GEMM on an H200); beyond that, or on "
+                      "a busier host, the host time shows in the contest's number.", highlight=False)
+    for r in summary.records:
+        if r.get("hold_timeouts"):
+            console.print(f"[yellow]{r['index']}: in {r['hold_timeouts']} sample(s) the host had not queued every call "
+                          f"after {r['hold_timeout_ns'] / 1e6:.1f} ms (as long as the contest's clear runs here): "
+                          "custom_kernel synchronizes or is very slow to launch; those samples count host time, as "
+                          "the contest's would.[/]", highlight=False)
 
 
 def failures(summary: RunSummary, console: Console) -> None:
@@ -86,11 +104,13 @@ def render(summary: RunSummary, console: Console) -> None:
             console.print(r.get("profile") or r["message"], markup=False, highlight=False)
     else:
         console.print(benchmark_table(summary))
+        host_notes(summary, console)
     failures(summary, console)
 
 
 def as_json(summaries: list[RunSummary], precheck: list | None = None) -> str:
     return json.dumps([{
         "task": s.submission.task, "version": s.submission.version, "mode": s.mode, "shapes": s.shapes,
+        "timing": s.timing,
         "passed": s.passed, "geomean_ns": s.geomean_ns, "precheck": precheck or [], "records": s.records,
     } for s in summaries], indent=2, default=str)

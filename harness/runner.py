@@ -8,7 +8,9 @@ import multiprocessing
 import secrets
 import signal
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from .protocol import Done, Fatal, Job, Progress, Ready, Result
 
 EXTRA_MESSAGE_WAIT_S = 0.05  # after a result, how long to listen for messages nobody should send
 STARTUP_GRACE_S = 60.0  # interpreter and torch import, on top of the case timeout (imports may compile)
@@ -16,9 +18,9 @@ STARTUP_GRACE_S = 60.0  # interpreter and torch import, on top of the case timeo
 
 @dataclass
 class Outcome:
-    """What came back for one job: the worker's result dict, or a verdict made by the runner."""
+    """What came back for one job: the worker's result, or a verdict made by the runner."""
 
-    result: dict
+    result: Result
     device: dict
 
 
@@ -47,15 +49,19 @@ class Worker:
         self.fatal = None
         deadline = time.monotonic() + timeout_s + STARTUP_GRACE_S
         kind, payload = self._receive(deadline, on_progress=None)
-        if kind == "ready":
-            self.device = payload
+        if kind == "message" and isinstance(payload, Ready) and isinstance(payload.device, dict):
+            self.device = payload.device
+        elif kind == "message" and isinstance(payload, Fatal) and isinstance(payload.result, Result):
+            self.fatal = payload.result
+            self.stop()
         else:
-            self.fatal = payload if kind == "fatal" else {"status": "crash" if kind == "died" else "timeout",
-                                                          "message": f"worker did not start: {payload or 'no answer'}"}
+            status, why = {"died": ("crash", payload), "timeout": ("timeout", "no answer")}.get(
+                kind, ("tampered", "an unexpected message arrived"))
+            self.fatal = Result(status, f"worker did not start: {why}")
             self.stop()
 
     def _receive(self, deadline: float, on_progress):
-        """Next non-progress message as (kind, payload); ('timeout'|'died', text) otherwise."""
+        """('message', the next non-progress message), or ('timeout'|'died', text)."""
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -66,34 +72,33 @@ class Worker:
                         self.process.join(1)
                         return "died", _death_message(self.process.exitcode)
                     continue
-                kind, payload = self.conn.recv()
+                message = self.conn.recv()
             except (EOFError, ConnectionError, OSError):
                 self.process.join(5)
                 return "died", _death_message(self.process.exitcode)
-            if kind == "progress":
+            if isinstance(message, Progress):
                 if on_progress:
-                    on_progress(payload)
+                    on_progress(message.text)
                 continue
-            return kind, payload
+            return "message", message
 
-    def run(self, job: dict, timeout_s: float, on_progress=None) -> dict:
+    def run(self, job: Job, timeout_s: float, on_progress=None) -> Result:
         token = secrets.token_hex(16)
-        self.conn.send({**job, "token": token})
+        self.conn.send(replace(job, token=token))
         kind, payload = self._receive(time.monotonic() + timeout_s, on_progress)
-        if kind == "result":
-            if not isinstance(payload, dict) or payload.pop("token", None) != token:
+        if kind == "message":
+            if not isinstance(payload, Done) or not isinstance(payload.result, Result) or payload.result.token != token:
                 self.stop()
-                return {"status": "tampered", "message": "a result without this job's token arrived: something other "
-                                                         "than the harness wrote to the result channel"}
-            if self._receive(time.monotonic() + EXTRA_MESSAGE_WAIT_S, None)[0] not in ("timeout", "died"):
+                return Result("tampered", "a result without this job's token arrived: something other than the "
+                                          "harness wrote to the result channel")
+            if self._receive(time.monotonic() + EXTRA_MESSAGE_WAIT_S, None)[0] == "message":
                 self.stop()
-                return {"status": "tampered", "message": "more than one result arrived for one job"}
-            return payload
-        if kind == "timeout":
-            self.stop()
-            return {"status": "timeout", "message": f"timed out: no result after {timeout_s:g} s; the worker was killed"}
+                return Result("tampered", "more than one result arrived for one job")
+            return payload.result
         self.stop()
-        return {"status": "crash", "message": payload}
+        if kind == "timeout":
+            return Result("timeout", f"timed out: no result after {timeout_s:g} s; the worker was killed")
+        return Result("crash", payload)
 
     def stop(self):
         if self.process.is_alive():
@@ -108,7 +113,7 @@ class Worker:
         self.conn.close()
 
 
-def run_jobs(task: str, submission_path: str, jobs: list[dict], timeout_s: float, on_start=None, on_progress=None,
+def run_jobs(task: str, submission_path: str, jobs: list[Job], timeout_s: float, on_start=None, on_progress=None,
              on_outcome=None, guarded: bool = True) -> list[Outcome]:
     """Run jobs in order, each in a healthy worker; calls on_outcome(job, Outcome) as each ends."""
     outcomes = []
@@ -120,9 +125,8 @@ def run_jobs(task: str, submission_path: str, jobs: list[dict], timeout_s: float
             worker = Worker(task, submission_path, timeout_s, guarded)
             if worker.fatal:
                 # Nothing can run if the file does not even import: every job gets the same verdict.
-                failed = dict(worker.fatal)
                 for rest in jobs[len(outcomes):]:
-                    outcome = Outcome(dict(failed), worker.device)
+                    outcome = Outcome(replace(worker.fatal), worker.device)
                     outcomes.append(outcome)
                     if on_outcome:
                         on_outcome(rest, outcome)
@@ -132,7 +136,7 @@ def run_jobs(task: str, submission_path: str, jobs: list[dict], timeout_s: float
         outcomes.append(outcome)
         if on_outcome:
             on_outcome(job, outcome)
-        if result.get("status") != "pass":
+        if result.status != "pass":
             if worker.process.is_alive():
                 worker.stop()
             worker = None

@@ -2,28 +2,20 @@
 records each finished job becomes."""
 import secrets
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reference import get_task
-from reference.cases import Case, cases, task_config
+from reference.cases import Case, cases
 
 from . import results, sol
-from .runner import run_jobs
+from .protocol import Job, Record, Result
+from .rules import IMPOSSIBLE_FRACTION, TIMEOUT_S, task_rules
+from .runner import Worker, run_jobs
 from .stats import geomean
 from .submission import Submission
 
 MODES = ("test", "benchmark", "leaderboard", "profile")
-IMPOSSIBLE_FRACTION = 0.9  # a mean under this share of the datasheet SOL is refused as impossible
-TIMEOUT_S = {"test": 180.0, "benchmark": 180.0, "leaderboard": 300.0, "profile": 180.0}
-STOP = {
-    "warmup": {"max_runs": 100, "max_time_ns": 1e8},
-    "benchmark": {"max_runs": 100, "max_time_ns": 10e9},
-    "leaderboard_warmup": {"max_runs": 50, "max_time_ns": 5e8},
-    "leaderboard": {"max_runs": 100, "max_time_ns": 30e9},
-}
-
-
 SECRET_BITS = 30  # keeps the paired seed inside torch.manual_seed's 64-bit range
 
 
@@ -33,23 +25,19 @@ def combine_seeds(a: int, b: int) -> int:
 
 
 def input_seeds(task: str, seed: int) -> list[int]:
-    """Seeds of the distinct inputs timed in one sample, as the contest derives them."""
-    cfg = task_config(task)
-    n = cfg["iterations_per_sample"]
-    return [seed] if n == 1 else [seed + cfg["seed_step"] * (i + 1) for i in range(n)]
+    return task_rules(task).input_seeds(seed)
 
 
-def _job(mode: str, case: Case, values: str = "contest", seeds=None, stop=None, record=True) -> dict:
-    return {
-        "mode": mode, "kind": case.kind, "index": case.index, "label": case.label, "spec": case.spec,
-        "args": case.args, "values": values, "seeds": seeds or [case.args["seed"]], "stop": stop or {},
-        "record": record, "sol_b200_us": case.sol_b200_us,
-    }
+def _job(mode: str, case: Case, timing: str, values: str = "contest", stop=None, record=True) -> Job:
+    seeds = input_seeds(case.task, case.args["seed"]) if mode == "benchmark" else [case.args["seed"]]
+    return Job(mode, case.kind, case.index, case.label, case.spec, case.args, values, seeds, stop, record, timing,
+               case.sol_b200_us)
 
 
-def build_jobs(task: str, mode: str, shapes: str, secret_seed: int | None = None, only=None) -> list[dict]:
-    """shapes='contest' uses the contest's tests/benchmarks, 'smoke' the tiny CPU shapes for both;
-    `only` keeps just the cases with those indices."""
+def build_jobs(task: str, mode: str, shapes: str, secret_seed: int | None = None, only=None,
+               timing: str = "arena") -> list[Job]:
+    """The contest's jobs for a mode: shapes='contest' uses its tests/benchmarks, 'smoke' the tiny CPU
+    shapes for both; `only` keeps just the cases with those indices; warm-ups are not recorded."""
     def pick(kind):
         chosen = [c for c in cases(task, kind) if not only or c.index in only]
         if not chosen:
@@ -57,23 +45,21 @@ def build_jobs(task: str, mode: str, shapes: str, secret_seed: int | None = None
         return chosen
     tests = pick("tests" if shapes == "contest" else "smoke") if mode == "test" else []
     benches = pick("benchmarks" if shapes == "contest" else "smoke") if mode != "test" else []
+    rules = task_rules(task).eval
     if mode == "test":
-        return [_job("test", c, values) for values in ("contest", "general") for c in tests]
+        return [_job("test", c, timing, values) for values in ("contest", "general") for c in tests]
     if mode == "benchmark":
-        warm = _job("benchmark", benches[0], seeds=input_seeds(task, benches[0].args["seed"]), stop=STOP["warmup"],
-                    record=False)
-        return [warm] + [_job("benchmark", c, seeds=input_seeds(task, c.args["seed"]), stop=STOP["benchmark"])
-                         for c in benches]
+        warm = _job("benchmark", benches[0], timing, stop=rules.warmup, record=False)
+        return [warm] + [_job("benchmark", c, timing, stop=rules.benchmark) for c in benches]
     if mode == "leaderboard":
         secret = secret_seed if secret_seed is not None else secrets.randbits(SECRET_BITS)
-        secret_cases = [c.with_seed(combine_seeds(c.args["seed"], secret)) for c in benches]
-        warm = [_job("benchmark", c, seeds=input_seeds(task, c.args["seed"]), stop=STOP["leaderboard_warmup"],
-                     record=False) for c in benches]
-        timed = [_job("benchmark", c, seeds=input_seeds(task, c.args["seed"]), stop=STOP["leaderboard"])
-                 for c in secret_cases]
+        warmed = benches if rules.leaderboard_warms_every_shape else benches[:1]
+        warm = [_job("benchmark", c, timing, stop=rules.leaderboard_warmup, record=False) for c in warmed]
+        timed = [_job("benchmark", c.with_seed(combine_seeds(c.args["seed"], secret)), timing, stop=rules.leaderboard)
+                 for c in benches]
         return warm + timed
     if mode == "profile":
-        return [_job("profile", c) for c in benches]
+        return [_job("profile", c, timing) for c in benches]
     raise ValueError(f"unknown mode {mode!r}; one of {', '.join(MODES)}")
 
 
@@ -82,6 +68,7 @@ class RunSummary:
     submission: Submission
     mode: str
     shapes: str
+    timing: str = "arena"
     records: list = field(default_factory=list)
     device: dict = field(default_factory=dict)
 
@@ -97,53 +84,49 @@ class RunSummary:
         return geomean([r["stats"]["mean"] for r in timed])
 
 
-def make_record(sub: Submission, mode: str, job: dict, result: dict, device: dict, run_id: str, calibration: dict) -> dict:
+def make_record(sub: Submission, mode: str, job: Job, result: Result, device: dict, run_id: str,
+                calibration: dict) -> Record:
     task = get_task(sub.task)
-    flops, nbytes = task.flops(**job["args"]), task.bytes_moved(**job["args"])
+    flops, nbytes = task.flops(**job.args), task.bytes_moved(**job.args)
     peak = sol.peak_for(device.get("name"))
-    record = {
-        "run_id": run_id, "timestamp": results.now(), "task": sub.task, "version": sub.version,
-        "submission": str(sub.path), "sha256": sub.sha256, "mode": mode, "kind": job["kind"], "index": job["index"],
-        "shape": job["label"], "spec": job["spec"], "values": job["values"], "seed": job["seeds"][0],
-        "n_inputs": len(job["seeds"]), "status": result.get("status"), "message": result.get("message", ""),
-        "first_call_ns": result.get("first_call_ns"), "stats": result.get("stats"),
-        "samples_ns": result.get("samples_ns"), "flops": flops, "bytes": nbytes,
-        "sol_ns": sol.sol_ns(sub.task, flops, nbytes, peak) if peak else None,
-        "sol_gpu": peak.name if peak else None,
-        "measured_sol_ns": sol.measured_sol_ns(sub.task, flops, nbytes, calibration),
-        "sol_b200_ns": job["sol_b200_us"] * 1e3 if job.get("sol_b200_us") else None,
-        "gpu": device, "git": results.git_state(),
-        "guard_ns": result.get("guard_ns"), "job_ns": result.get("job_ns"),
-    }
-    if "report" in result:
-        record["profile"] = result["report"]
-    stats = record["stats"]
-    if stats and record["sol_ns"] and stats["mean"] < IMPOSSIBLE_FRACTION * record["sol_ns"]:
-        record["status"] = "impossible"
-        record["message"] = (f"mean {stats['mean'] / 1e3:.2f} µs is faster than this GPU's speed of light "
-                             f"({record['sol_ns'] / 1e3:.2f} µs): refused as physically impossible")
-    if result.get("guarded") is False:
-        record["unguarded"] = True
+    stats = result.stats
+    on_gpu = bool(device.get("cc"))  # on a CPU the calls are the region: no separate host time
+    host_ns = sum(result.host_ns) / len(result.host_ns) if result.host_ns and on_gpu else None
+    record = Record(
+        run_id=run_id, timestamp=results.now(), task=sub.task, version=sub.version, submission=str(sub.path),
+        sha256=sub.sha256, mode=mode, kind=job.kind, index=job.index, shape=job.label, spec=job.spec,
+        values=job.values, seed=job.seeds[0], n_inputs=len(job.seeds), status=result.status, message=result.message,
+        timing=job.timing, first_call_ns=result.first_call_ns, stats=stats, samples_ns=result.samples_ns,
+        host_ns=host_ns, host_bound=host_ns > stats["mean"] if host_ns and stats else None,
+        hold_timeouts=result.hold_timeouts, hold_timeout_ns=result.hold_timeout_ns, flops=flops, bytes=nbytes,
+        sol_ns=sol.sol_ns(sub.task, flops, nbytes, peak) if peak else None, sol_gpu=peak.name if peak else None,
+        measured_sol_ns=sol.measured_sol_ns(sub.task, flops, nbytes, calibration),
+        sol_b200_ns=job.sol_b200_us * 1e3 if job.sol_b200_us else None, gpu=device, git=results.git_state(),
+        guard_ns=result.guard_ns, job_ns=result.job_ns, unguarded=not result.guarded, profile=result.report)
+    if stats and record.sol_ns and stats["mean"] < IMPOSSIBLE_FRACTION * record.sol_ns:
+        record.status = "impossible"
+        record.message = (f"mean {stats['mean'] / 1e3:.2f} µs is faster than this GPU's speed of light "
+                          f"({record.sol_ns / 1e3:.2f} µs): refused as physically impossible")
     return record
 
 
 def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = None, record_to: Path | None = None,
             secret_seed: int | None = None, on_start=None, on_progress=None, on_record=None,
-            only=None, guarded: bool = True) -> RunSummary:
+            only=None, guarded: bool = True, timing: str = "arena") -> RunSummary:
     """Run every job of the mode; records are appended to `record_to` as they finish."""
-    jobs = build_jobs(sub.task, mode, shapes, secret_seed, only)
-    summary = RunSummary(sub, mode, shapes)
+    jobs = build_jobs(sub.task, mode, shapes, secret_seed, only, timing)
+    summary = RunSummary(sub, mode, shapes, timing)
     run_id = uuid.uuid4().hex[:12]
     calibration_cache = {}
 
     def finished(job, outcome):
         summary.device = outcome.device or summary.device
-        if not job["record"]:
+        if not job.record:
             return
         name = summary.device.get("name")
         if name not in calibration_cache:
             calibration_cache[name] = sol.load_calibration(results.results_dir() / "calibration.json", name)
-        rec = make_record(sub, mode, job, outcome.result, summary.device, run_id, calibration_cache[name])
+        rec = make_record(sub, mode, job, outcome.result, summary.device, run_id, calibration_cache[name]).to_json()
         summary.records.append(rec)
         if record_to is not None and mode != "profile":
             results.append(record_to, rec)
@@ -153,3 +136,32 @@ def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = N
     run_jobs(sub.task, str(sub.path), jobs, timeout_s or TIMEOUT_S[mode], on_start=on_start, on_progress=on_progress,
              on_outcome=finished, guarded=guarded)
     return summary
+
+
+def measure_interleaved(subs: list, shapes: str, rounds: int, on_round=None, timing: str = "arena") -> dict:
+    """`diff --measure`: benchmark every version `rounds` times in turn in one shared worker process,
+    the order reversed every other round (A B C C B A ...) so neither drift nor going first favours a
+    version; per version and shape index, the mean of each round: {version: {index: [ns, ...]}}.
+    The same jobs as benchmark mode; records are not written."""
+    task = subs[0].task
+    jobs = build_jobs(task, "benchmark", shapes, timing=timing)
+    timeout_s = TIMEOUT_S["benchmark"]
+    worker = Worker(task, [str(s.path) for s in subs], timeout_s)
+    if worker.fatal:
+        raise RuntimeError(f"the shared worker did not start: {worker.fatal.message}")
+    pooled = {s.version: {} for s in subs}
+    try:
+        for r in range(rounds):
+            for sub in subs if r % 2 == 0 else reversed(subs):
+                for job in jobs:
+                    result = worker.run(replace(job, submission=str(sub.path)), timeout_s)
+                    if result.status != "pass":
+                        raise RuntimeError(f"{sub.version} did not pass benchmark mode in round {r + 1} "
+                                           f"({job.label}): {result.status}: {result.message}")
+                    if job.record:
+                        pooled[sub.version].setdefault(job.index, []).append(result.stats["mean"])
+                if on_round:
+                    on_round(r + 1, sub.version)
+    finally:
+        worker.stop()
+    return pooled

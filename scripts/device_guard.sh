@@ -23,6 +23,5 @@ for t in "gemv v1" "gemm v0"; do
 done | tee "$OUT/defense_cost.log"
 python3 -c "
 import ctypes, torch
-from harness.device import DeviceChores
-from harness.guard import persisting_l2_limit
-c = DeviceChores(); print('persisting-L2 limit before reset', persisting_l2_limit(c.cudart)); c.reset_persisting_l2(); print('after reset', persisting_l2_limit(c.cudart))"
+from harness.device import GpuDevice
+c = GpuDevice(1 << 30); print('persisting-L2 limit before reset', c.persisting_l2_limit()); c.reset_persisting_l2(); print('after reset', c.persisting_l2_limit())"

@@ -5,7 +5,8 @@ import math
 import pytest
 
 from harness import results, sol
-from harness.stats import StopRule, calculate, geomean
+from harness.rules import StopRule
+from harness.stats import calculate, geomean
 from harness.submission import SubmissionError, popcorn_headers, resolve, task_from_leaderboard
 from reference import get_task
 from reference.cases import cases, leaderboards
@@ -29,7 +30,7 @@ def test_stop_rule():
     assert not rule.done(noisy, 200e6)
     assert rule.done(noisy, 121e9)  # wall cap
     assert StopRule(max_time_ns=500).done(noisy, 200e6)  # summed means past the cap
-    assert rule.done([1.0 + i % 2 for i in range(100)], 0)  # max runs
+    assert rule.done([1.0 + i % 2 for i in range(200)], 0)  # max runs
     assert math.isclose(geomean([1, 100]), 10)
 
 
@@ -88,11 +89,3 @@ def test_git_state_prefers_the_commit_the_caller_names(monkeypatch):
     results.git_state.cache_clear()
     assert results.git_state()["commit"] != "0" * 40
     results.git_state.cache_clear()
-
-
-def test_escape_watch_needs_repeats():
-    from harness.guard import ESCAPE_REPEATS, EscapeWatch
-    watch = EscapeWatch()
-    assert watch.observe(5e6, 1e6) == "" and watch.observe(10e3, 1e6) == ""  # one spike, then quiet
-    verdicts = [watch.observe(5e6, 1e6) for _ in range(ESCAPE_REPEATS)]
-    assert verdicts[:-1] == [""] * (ESCAPE_REPEATS - 1) and "escaped the timing events" in verdicts[-1]

@@ -91,13 +91,13 @@ def test_precheck_points_at_lines():
 
 
 def test_physical_limit_gate_refuses_impossible_times():
+    from harness.protocol import Job, Result
     from harness.session import make_record
     from harness.submission import Submission
     sub = Submission(ROOT / "x.py", "gemm", "vX", "0" * 64)
-    job = {"args": {"m": 128, "n": 7168, "k": 16384, "l": 1, "seed": 1}, "kind": "benchmarks", "index": 0,
-           "label": "", "spec": "", "values": "contest", "seeds": [1], "sol_b200_us": None}
-    fast = {"status": "pass", "stats": {"mean": 1000.0}}
+    job = Job("benchmark", "benchmarks", 0, "", "", {"m": 128, "n": 7168, "k": 16384, "l": 1, "seed": 1}, seeds=[1])
+    fast = Result("pass", stats={"mean": 1000.0})
     record = make_record(sub, "benchmark", job, fast, {"name": "NVIDIA H200"}, "r", {})
-    assert record["status"] == "impossible" and "speed of light" in record["message"]
-    slow = {"status": "pass", "stats": {"mean": 40_000.0}}
-    assert make_record(sub, "benchmark", job, slow, {"name": "NVIDIA H200"}, "r", {})["status"] == "pass"
+    assert record.status == "impossible" and "speed of light" in record.message
+    slow = Result("pass", stats={"mean": 40_000.0})
+    assert make_record(sub, "benchmark", job, slow, {"name": "NVIDIA H200"}, "r", {}).status == "pass"

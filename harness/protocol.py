@@ -1,0 +1,119 @@
+"""What travels between the runner and a worker, and into results/: jobs, results, messages and
+records, as dataclasses. SCHEMA is written into every record; records without it are schema 1
+(before the timing method was recorded), and their method reads as "legacy"."""
+from dataclasses import asdict, dataclass, field
+
+from .rules import StopRule
+
+SCHEMA = 2
+LEGACY_TIMING = "legacy"
+
+
+@dataclass
+class Job:
+    """One case in one mode, as the worker runs it."""
+
+    mode: str  # test | benchmark | profile
+    kind: str  # tests | benchmarks | smoke
+    index: int
+    label: str
+    spec: str
+    args: dict
+    values: str = "contest"  # contest | general
+    seeds: list = field(default_factory=list)
+    stop: StopRule | None = None
+    record: bool = True
+    timing: str = "arena"
+    sol_b200_us: float | None = None
+    submission: str | None = None  # which imported file, in a worker shared by several (diff --measure)
+    token: str = ""
+
+
+@dataclass
+class Result:
+    """What the worker reports for one job (or the runner decides, for a crash or a hang)."""
+
+    status: str
+    message: str = ""
+    first_call_ns: float | None = None
+    stats: dict | None = None
+    samples_ns: list | None = None
+    host_ns: list | None = None  # per sample: host time to queue one call
+    hold_timeouts: int = 0  # samples whose hold ended on its timeout (the host was seen)
+    hold_timeout_ns: float | None = None
+    guarded: bool = True
+    guard_ns: float | None = None
+    job_ns: float | None = None
+    report: str | None = None
+    token: str = ""
+
+
+@dataclass
+class Ready:
+    device: dict
+
+
+@dataclass
+class Fatal:
+    result: Result
+
+
+@dataclass
+class Progress:
+    text: str
+
+
+@dataclass
+class Done:
+    result: Result
+
+
+@dataclass
+class Record:
+    """One line of results/<task>.jsonl."""
+
+    run_id: str
+    timestamp: str
+    task: str
+    version: str
+    submission: str
+    sha256: str
+    mode: str
+    kind: str
+    index: int
+    shape: str
+    spec: str
+    values: str
+    seed: int
+    n_inputs: int
+    status: str
+    message: str
+    timing: str
+    first_call_ns: float | None
+    stats: dict | None
+    samples_ns: list | None
+    host_ns: float | None  # mean host time to queue one call
+    host_bound: bool | None  # host time per call above GPU time per call
+    hold_timeouts: int
+    hold_timeout_ns: float | None
+    flops: float
+    bytes: float
+    sol_ns: float | None
+    sol_gpu: str | None
+    measured_sol_ns: float | None
+    sol_b200_ns: float | None
+    gpu: dict
+    git: dict
+    guard_ns: float | None
+    job_ns: float | None
+    unguarded: bool = False
+    profile: str | None = None
+    schema: int = SCHEMA
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def timing_of(record: dict) -> str:
+    """The timing method of a stored record; records older than schema 2 are 'legacy'."""
+    return record.get("timing", LEGACY_TIMING)
