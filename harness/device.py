@@ -119,17 +119,21 @@ class GpuDevice:
         self.end_event = torch.cuda.Event(enable_timing=True)
 
     def _clear_duration_ns(self) -> float:
-        """How long the contest's clear keeps this GPU busy: a smaller randn timed, scaled by size."""
+        """How long the contest's clear keeps this GPU busy: the clear itself timed where the memory is
+        free (then handed back), else a 1 GiB randn timed and scaled by size. Median of three."""
+        free, _ = torch.cuda.mem_get_info()
+        size = self.clear_bytes if free > self.clear_bytes + CLEAR_PROBE_BYTES else CLEAR_PROBE_BYTES
         times = []
         for _ in range(3):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             _RECORD(start)
-            probe = torch.randn(CLEAR_PROBE_BYTES // 4, device="cuda")
+            probe = torch.randn(size // 4, device="cuda")
             _RECORD(end)
             _EVENT_SYNC(end)
             del probe
             times.append(_ELAPSED(start, end) * 1e6)
-        return sorted(times)[1] * self.clear_bytes / CLEAR_PROBE_BYTES
+        torch.cuda.empty_cache()
+        return sorted(times)[1] * self.clear_bytes / size
 
     def now(self) -> int:
         return _NOW()

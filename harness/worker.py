@@ -196,7 +196,6 @@ class Jobs:
         return ""
 
     def profile(self, job: Job) -> Result:
-        import torch
         from torch.profiler import ProfilerActivity, profile
         data = self.generate(job, job.seeds[0])
         self.kernel(clone_data(data))  # warm: compile outside the profile

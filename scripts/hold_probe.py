@@ -4,7 +4,8 @@
 2. A kernel queued on another stream during the hold does not run until the hold ends.
 3. Per benchmark shape of each named file: mean µs of the contest's own loop (sync, its clear,
    start, N calls, end, sync) against flush + hold (sync, 4x-L2 zero_, hold, start, N calls, end,
-   release, sync), interleaved sample by sample, plus host µs per call.
+   release, sync), interleaved sample by sample in one process (so host drift hits both alike),
+   with the harness's own device operations (harness.device.GpuDevice), plus host µs per call.
 
     python scripts/hold_probe.py gemv:v7 group_gemm:v25 [--samples 30]
 """
@@ -19,7 +20,9 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.device import GpuDevice  # noqa: E402
 from harness.hold import StreamHold  # noqa: E402
+from harness.rules import task_rules  # noqa: E402
 from harness.submission import import_submission  # noqa: E402
 from reference import get_task  # noqa: E402
 from reference.cases import cases, task_config  # noqa: E402
@@ -49,18 +52,12 @@ def check_semantics():
     print(f"side-stream kernel finished during the hold: {ran_early} (must be False); after release: {marker.item()}")
 
 
-def clear_contest(task):
-    size = (1024, 1024, 1024) if task == "gemv" else (16000, 1024, 1024)
-    dummy = torch.randn(size, device="cuda")
-    del dummy
-
-
 def compare(task, version, samples):
     kernel = import_submission(ROOT / "submissions" / task / f"{version}.py").custom_kernel
     cfg = task_config(task)
     n = cfg["iterations_per_sample"]
-    flush = torch.empty(4 * torch.cuda.get_device_properties(0).L2_cache_size // 4, dtype=torch.int32, device="cuda")
-    hold = StreamHold(timeout_ns=40e6)
+    device = GpuDevice(task_rules(task).eval.clear_bytes)
+    print(f"{task}: the contest's clear takes {device.clear_ns / 1e6:.2f} ms here (the hold's timeout)")
     gen = get_task(task)
     rows = []
     for case in cases(task, "benchmarks"):
@@ -77,10 +74,10 @@ def compare(task, version, samples):
                 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 torch.cuda.synchronize()
                 if method == "contest":
-                    clear_contest(task)
+                    device.contest_clear()
                 else:
-                    flush.zero_()
-                    hold.engage()
+                    device.flush()
+                    device.hold()
                 start.record()
                 t0 = time.perf_counter_ns()
                 for d in inputs:
@@ -88,11 +85,11 @@ def compare(task, version, samples):
                 t1 = time.perf_counter_ns()
                 end.record()
                 if method == "hold":
-                    hold.release()
+                    device.release()
                 torch.cuda.synchronize()
                 if method == "hold":
                     host.append((t1 - t0) / n)
-                    timeouts += hold.timed_out()
+                    timeouts += device.hold_timed_out()
                 times[method].append(start.elapsed_time(end) * 1e6 / n)
         c, h = statistics.mean(times["contest"]), statistics.mean(times["hold"])
         rows.append((task, version, case.index, c / 1e3, h / 1e3, h / c, statistics.mean(host) / 1e3, timeouts))

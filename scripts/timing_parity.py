@@ -31,8 +31,8 @@ def main():
     parser.add_argument("--results", type=Path, default=ROOT / "results")
     parser.add_argument("--gpu", default="H200")
     args = parser.parse_args()
-    print(f"| task | version | shape | arena µs | contest µs | arena / contest | host µs/call | host-bound | "
-          f"statuses |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| task | version | shape | arena µs | contest µs | arena / contest | host µs/call | host-bound | "
+          "statuses |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     worst = 0.0
     for spec in args.specs:
         task, version = spec.split(":")
