@@ -45,6 +45,9 @@ def main():
         by_index = {r["index"]: r for r in contest}
         for a in sorted(arena, key=lambda r: r["index"]):
             c = by_index[a["index"]]
+            if not a.get("stats") or not c.get("stats"):
+                print(f"| {task} | {version} | {a['index']} | - | - | - | - | - | {a['status']} / {c['status']} |")
+                continue
             am, cm = a["stats"]["mean"], c["stats"]["mean"]
             worst = max(worst, abs(am / cm - 1))
             host = a.get("host_ns")
