@@ -8,7 +8,8 @@ STALE_HINT = ("\n(every earlier output was right, so the kernel may be returning
               "calls: each timed call gets fresh inputs whose values are negated by a secret pattern)")
 ESCAPE_MIN_NS = 50_000.0  # device work pending after the end event beyond this ...
 ESCAPE_FRACTION = 0.25  # ... and beyond this share of the timed region ...
-ESCAPE_NOISE_MULTIPLE = 4.0  # ... and beyond this many times the host's own noise is suspicious ...
+ESCAPE_NOISE_MULTIPLE = 4.0  # ... and beyond this many times the host's own noise (at start, and right after
+#                               each sample with nothing pending) is suspicious ...
 ESCAPE_REPEATS = 3  # ... and a verdict once it happens in this many samples in a row
 
 
@@ -50,7 +51,8 @@ class EscapeWatch(Defense):
         return worst
 
     def after_calls(self, sample):
-        if sample.pending_ns <= max(self.threshold_ns, ESCAPE_FRACTION * sample.region_ns):
+        control = ESCAPE_NOISE_MULTIPLE * sample.idle_pending_ns
+        if sample.pending_ns <= max(self.threshold_ns, ESCAPE_FRACTION * sample.region_ns, control):
             self.in_a_row = 0
             return ""
         self.in_a_row += 1

@@ -118,6 +118,7 @@ class GpuDevice:
         self.stream_hold = StreamHold(timeout_ns=self.clear_ns)
         self.start_event = torch.cuda.Event(enable_timing=True)
         self.end_event = torch.cuda.Event(enable_timing=True)
+        self.marker_event = torch.cuda.Event()
 
     def _clear_duration_ns(self) -> float:
         """How long the contest's clear keeps this GPU busy (median of three): the hold's timeout."""
@@ -180,14 +181,23 @@ class GpuDevice:
 
     def wait_end(self) -> int:
         """Block until the end event is reached; the host time then."""
-        _EVENT_SYNC(self.end_event)
-        return _NOW()
+        return self.wait_for(self.end_event)
 
     def pending_ns(self, end_reached_ns: int) -> float:
         """How long a device-wide synchronize still waited after the end event was reached: work on
         other streams outlasting the timed region. Nothing runs between the two host clock reads."""
         _SYNC()
         return float(_NOW() - end_reached_ns)
+
+    def idle_pending_ns(self) -> float:
+        """The same measurement with nothing left to wait for, taken at once: what this host and driver
+        add to a synchronize right after a busy region (the escape watch's per-sample control)."""
+        _RECORD(self.marker_event)
+        return self.pending_ns(self.wait_for(self.marker_event))
+
+    def wait_for(self, event) -> int:
+        _EVENT_SYNC(event)
+        return _NOW()
 
     def elapsed_ns(self) -> float:
         return _ELAPSED(self.start_event, self.end_event) * 1e6
@@ -237,6 +247,9 @@ class HostDevice:
         return _NOW()
 
     def pending_ns(self, end_reached_ns: int) -> float:
+        return 0.0
+
+    def idle_pending_ns(self) -> float:
         return 0.0
 
     def elapsed_ns(self) -> float:

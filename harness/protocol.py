@@ -41,6 +41,7 @@ class Result:
     host_ns: list | None = None  # per sample: host time to queue one call
     hold_timeouts: int = 0  # samples whose hold ended on its timeout (the host was seen)
     hold_timeout_ns: float | None = None
+    pending_max_ns: float | None = None  # the most a sample's device stayed busy after its end event
     guarded: bool = True
     guard_ns: float | None = None
     job_ns: float | None = None
@@ -96,6 +97,7 @@ class Record:
     host_bound: bool | None  # host time per call above GPU time per call
     hold_timeouts: int
     hold_timeout_ns: float | None
+    pending_max_ns: float | None
     flops: float
     bytes: float
     sol_ns: float | None

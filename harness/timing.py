@@ -29,6 +29,7 @@ class Sample:
     outputs: list = field(default_factory=list)
     host_ns: float = 0.0  # host time to queue all the calls
     pending_ns: float = 0.0  # device still busy after the end event was reached
+    idle_pending_ns: float = 0.0  # the same measurement at once after, with nothing pending: its control
     region_ns: float = 0.0  # the timed region (GPU time between the events)
     hold_timed_out: bool = False
 
@@ -38,6 +39,7 @@ class Timing:
     durations: list = field(default_factory=list)  # per sample: region / calls
     host_ns: list = field(default_factory=list)  # per sample: host time / calls
     hold_timeouts: int = 0
+    pending_ns: list = field(default_factory=list)  # per sample: device busy after the end event (host clock)
     defense_ns: float = 0.0  # host time spent in the defenses' hooks
 
 
@@ -76,6 +78,7 @@ def run_sample(kernel, sample: Sample, device, method: str, defenses: list, spen
     if method != "contest":
         device.release()
     sample.pending_ns = device.pending_ns(device.wait_end())
+    sample.idle_pending_ns = device.idle_pending_ns()
     sample.region_ns = device.elapsed_ns()
     _judge("after_calls", defenses, sample, spent)
     device.synchronize()
@@ -97,6 +100,7 @@ def measure(kernel, next_inputs, device, method: str, rule: StopRule, defenses: 
         timing.durations.append(sample.region_ns / calls)
         timing.host_ns.append(sample.host_ns / calls)
         timing.hold_timeouts += sample.hold_timed_out
+        timing.pending_ns.append(sample.pending_ns)
         if on_sample:
             on_sample(timing)
         if rule.done(timing.durations, device.now() - started):

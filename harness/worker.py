@@ -184,7 +184,8 @@ class Jobs:
         timing = measure(self.kernel, next_inputs, self.device, job.timing, job.stop, watch, on_sample)
         return Result("pass", first_call_ns=first_ns, stats=calculate(timing.durations).as_dict(),
                       samples_ns=timing.durations, host_ns=timing.host_ns, hold_timeouts=timing.hold_timeouts,
-                      hold_timeout_ns=self.device.clear_ns if job.timing == "arena" else None, guarded=self.guarded,
+                      hold_timeout_ns=self.device.clear_ns if job.timing == "arena" else None,
+                      pending_max_ns=max(timing.pending_ns) if self.device.gpu else None, guarded=self.guarded,
                       guard_ns=guard_ns + timing.defense_ns if self.guarded else None,
                       job_ns=time.perf_counter_ns() - job_started)
 

@@ -21,9 +21,9 @@ class RecordingDevice:
 
     gpu = True
 
-    def __init__(self, gpu_ns=1000.0, pending=0.0):
+    def __init__(self, gpu_ns=1000.0, pending=0.0, idle_pending=0.0):
         self.ops, self.clock, self.calls = [], 0, 0
-        self.gpu_ns, self.pending = gpu_ns, pending
+        self.gpu_ns, self.pending, self.idle_pending = gpu_ns, pending, idle_pending
 
     def log(self, op):
         self.ops.append(op)
@@ -64,6 +64,10 @@ class RecordingDevice:
     def pending_ns(self, end_reached_ns):
         self.log("synchronize")
         return self.pending
+
+    def idle_pending_ns(self):
+        self.log("synchronize")
+        return self.idle_pending
 
     def elapsed_ns(self):
         return self.gpu_ns * self.calls
@@ -143,12 +147,23 @@ def test_duration_is_gpu_time_per_call_and_host_time_is_its_own_column():
 def test_escape_watch_judges_pending_work_against_the_hosts_own_noise():
     watch = EscapeWatch(noise_ns=40_000)  # a slow, noisy host: 160 µs of clock-read noise is tolerated
 
-    def sample(pending):
-        return Sample(1, [], [], pending_ns=pending, region_ns=20_000)
+    def sample(pending, idle=0.0):
+        return Sample(1, [], [], pending_ns=pending, region_ns=20_000, idle_pending_ns=idle)
     assert all(watch.after_calls(sample(111_000)) == "" for _ in range(10))  # the H100 gemv case: not a cheat
     assert watch.after_calls(sample(5e6)) == "" and watch.after_calls(sample(10e3)) == ""  # one spike, then quiet
     verdicts = [watch.after_calls(sample(5e6)) for _ in range(ESCAPE_REPEATS)]
     assert verdicts[:-1] == [""] * (ESCAPE_REPEATS - 1) and "escaped the timing events" in verdicts[-1]
+
+
+def test_escape_watch_compares_each_sample_with_its_idle_control():
+    watch = EscapeWatch(noise_ns=5_000)
+
+    def sample(pending, idle):
+        return Sample(1, [], [], pending_ns=pending, region_ns=510_000, idle_pending_ns=idle)
+    # a synchronize that is slow on this host right after a busy region, with nothing pending (H100, contest clear)
+    assert all(watch.after_calls(sample(130_000, 100_000)) == "" for _ in range(10))
+    verdicts = [watch.after_calls(sample(10e6, 100_000)) for _ in range(ESCAPE_REPEATS)]  # 10 ms on a side stream
+    assert "escaped the timing events" in verdicts[-1]
 
 
 def test_escape_verdict_stops_the_loop_with_the_sample_number():
