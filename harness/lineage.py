@@ -56,7 +56,7 @@ class Scope:
 
     def title(self, what: str) -> str:
         return (f"{self.task} {what} — {self.gpu}, {self.timing} timing, {self.shape_set} shapes; "
-                f"per shape the {self.statistic}, median over runs")
+                f"numbers: per-shape {self.statistic}, median over runs")
 
     def as_dict(self) -> dict:
         return {**asdict(self), "statistic": self.statistic, "shape_set": self.shape_set}
