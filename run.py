@@ -37,7 +37,7 @@ def show_precheck(sub, console) -> list:
 
 def run_mode(sub, mode, shapes, timeout, record, secret_seed, console, only, guarded,
              timing="arena") -> session.RunSummary:
-    record_to = results.results_dir() / f"{sub.task}.jsonl" if record else None
+    record_to = results.records_dir(device.describe()["name"]) / f"{sub.task}.jsonl" if record else None
     with console.status(f"{sub.task} {sub.version}: {mode}") as status:
         def on_start(job):
             what = "warm-up" if not job.record else f"{job.kind} {job.index}"
@@ -85,7 +85,57 @@ def run_ncu(sub, mode, shapes, timeout, only, console) -> int:
     return worst
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+class ArenaGroup(click.Group):
+    """The command group, taking two spellings users reach for: a submission file as the first
+    argument, popcorn-cli style (`run.py my_kernel.py` is `run.py --submission my_kernel.py`), and
+    options written before a command's name (`run.py --json leaderboard` is `run.py leaderboard
+    --json`); an option only the default command has is an error there, not silently dropped."""
+
+    def parse_args(self, ctx, args):
+        return super().parse_args(ctx, self.normalize(list(args)))
+
+    def collect_usage_pieces(self, ctx):
+        return ["[OPTIONS]", "[FILE.py | COMMAND [ARGS]...]"]
+
+    def own_option(self, token: str):
+        return next((p for p in self.params if token.split("=", 1)[0] in (*p.opts, *p.secondary_opts)), None)
+
+    def normalize(self, args: list[str]) -> list[str]:
+        i = 0
+        while i < len(args):
+            token = args[i]
+            if token == "--" or token in self.get_help_option_names(click.Context(self)):
+                return args
+            if token.startswith("-"):
+                option = self.own_option(token)
+                i += 2 if option is not None and not option.is_flag and "=" not in token else 1
+                continue
+            if token in self.commands:
+                return self.move_options(args[:i], token, args[i + 1:])
+            if token.endswith(".py"):
+                if not Path(token).is_file():
+                    raise click.UsageError(f"{token}: no such file (give a submission file, or one of the commands: "
+                                           f"{', '.join(self.commands)})")
+                return args[:i] + ["--submission", token] + args[i + 1:]
+            return args
+        return args
+
+    def move_options(self, before: list[str], name: str, after: list[str]) -> list[str]:
+        command = self.commands[name]
+        known = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)}
+        moved, i = [], 0
+        while i < len(before):
+            token = before[i]
+            option = self.own_option(token)
+            width = 2 if option is not None and not option.is_flag and "=" not in token else 1
+            if token.split("=", 1)[0] not in known:
+                raise click.UsageError(f"{token} is not an option of `{name}` (see `{name} --help`)")
+            moved += before[i:i + width]
+            i += width
+        return [name, *moved, *after]
+
+
+@click.group(cls=ArenaGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--task", type=click.Choice(TASKS), help="Problem; optional when the file has a #!POPCORN leaderboard line.")
 @click.option("--submission", "submission", help="Lineage version (v0, v23, ...) or a path to any submission file.")
 @click.option("--mode", type=click.Choice(session.MODES), help="Default: test, then benchmark if every test passes.")
@@ -153,56 +203,95 @@ def calibrate():
 
 
 def frame_table(df, title: str):
+    import pandas as pd
     from rich.table import Table
     table = Table(title=title, title_justify="left")
-    cols = list(df.columns)
-    for col in cols:
+    for col in df.columns:
         table.add_column(str(col), justify="right" if df[col].dtype.kind in "fi" else "left")
     for _, row in df.iterrows():
-        table.add_row(*["-" if v is None or (isinstance(v, float) and v != v) else
+        table.add_row(*["-" if not isinstance(v, str) and pd.isna(v) else
                         (f"{v:,.2f}" if isinstance(v, float) else str(v)) for v in row])
     return table
 
 
+def view_options(command):
+    """--gpu, --timing and --json, shared by every view of stored results."""
+    command = click.option("--json", "as_json", is_flag=True, help="Print the table as JSON on stdout.")(command)
+    command = click.option("--timing", type=click.Choice(results.TIMINGS), default=results.DEFAULT_TIMING,
+                           show_default=True,
+                           help="Compare only records timed this way (legacy: records from before records named "
+                                "their method).")(command)
+    return click.option("--gpu", help="GPU in the records, or a unique part of its name such as H200 "
+                                      "(default: the GPU with the most runs).")(command)
+
+
+def emit_json(data) -> None:
+    import json
+    click.echo(json.dumps(data, indent=2, default=str))
+
+
+def answer(make, *args):
+    """The view's result, or its error message (which says what is stored) with exit code 1."""
+    from harness.lineage import ViewError
+    try:
+        return make(*args)
+    except ViewError as exc:
+        fail(str(exc), code=1)
+
+
 @cli.command("list")
 @click.option("--task", type=click.Choice(TASKS), required=True)
-@click.option("--gpu", help="GPU name in the records (default: the one with the most records).")
-def list_versions(task, gpu):
-    """The lineage: version, parent, idea, latest geomean on this GPU, ×SOL, ×parent."""
-    from harness.lineage import lineage_table
-    from reference.cases import cases
-    df = lineage_table(task, len(cases(task, "benchmarks")), gpu)
-    report.console().print(frame_table(df, f"{task} lineage"))
+@view_options
+@click.option("--smoke", is_flag=True, help="Runs on the smoke shapes (CPU) instead of the contest's benchmarks.")
+def list_versions(task, gpu, timing, as_json, smoke):
+    """The lineage ranked by the median over each version's runs: runs, spread, geomean, ×SOL, ×parent."""
+    from harness.lineage import lineage_table, plural
+    view = answer(lineage_table, task, gpu, timing, "smoke" if smoke else "benchmarks")
+    if as_json:
+        return emit_json(view.as_json())
+    out = report.console()
+    out.print(frame_table(view.table, view.scope.title(f"lineage ({plural(view.scope.runs, 'run')})")))
+    best = view.table.dropna(subset=["geomean µs"]).sort_values("rank").iloc[0]
+    out.print(f"fastest by stored runs: {best['version']} ({plural(int(best['runs']), 'run')}). Stored runs only "
+              f"nominate: `submit --best` measures the top candidates again, interleaved, before it picks one.",
+              highlight=False)
 
 
 @cli.command()
 @click.option("--task", type=click.Choice(TASKS), required=True)
-@click.option("--all", "all_versions", is_flag=True, help="Every version of the lineage.")
-@click.option("--gpu", help="GPU name in the records (default: the one with the most records).")
-@click.option("--measure", is_flag=True, help="Measure the versions now, interleaved, with bootstrap 95% intervals.")
+@click.option("--all", "all_versions", is_flag=True, help="Every version of the lineage that has runs.")
+@view_options
+@click.option("--smoke", is_flag=True, help="Stored runs on the smoke shapes (CPU) instead of the contest's benchmarks.")
+@click.option("--measure", is_flag=True, help="Measure the versions now, interleaved, with paired 95% intervals.")
 @click.option("--rounds", type=int, default=3, show_default=True, help="With --measure: A B C rounds.")
-@click.option("--shapes", type=click.Choice(["auto", "contest", "smoke"]), default="auto", show_default=True)
+@click.option("--shapes", type=click.Choice(["auto", "contest", "smoke"]), default="auto", show_default=True,
+              help="With --measure: the shapes to measure.")
 @click.argument("names", nargs=-1)
-def diff(task, all_versions, gpu, measure, rounds, shapes, names):
-    """Per-shape means of versions from stored benchmark runs, with ×parent, ×v0 and ×SOL."""
-    from harness.lineage import per_shape_table, versions
-    from reference.cases import cases
-    names = [v.name for v in versions(task)] if all_versions else list(names)
+def diff(task, all_versions, gpu, timing, as_json, smoke, measure, rounds, shapes, names):
+    """Per shape, from stored runs: mean and median µs (median over runs), ×parent, ×v0, ×SOL, host µs."""
+    from harness.lineage import lineage_table, per_shape_table, plural
+    kind = "smoke" if smoke else "benchmarks"
+    if all_versions:
+        table = answer(lineage_table, task, gpu, timing, kind).table
+        names = list(table[table["runs"] > 0]["version"])
+    names = list(names)
     if not names:
         fail("name versions to compare (e.g. v0 v1), or pass --all.")
     if measure:
-        sys.exit(diff_measured(task, names, pick_shapes(shapes), rounds))
-    df = per_shape_table(task, names, len(cases(task, "benchmarks")), gpu)
-    if df.empty:
-        fail(f"no complete benchmark runs of {task} stored in {results.results_dir()} for that GPU.", code=1)
-    missing = [n for n in names if f"{n} µs" not in df.columns]
-    df = df.reset_index().drop(columns="index")
-    report.console().print(frame_table(df, f"{task}: {' vs '.join(n for n in names if n not in missing)}"))
-    if missing:
-        err_console.print(f"[yellow]no complete stored run for: {', '.join(missing)}[/]")
+        sys.exit(diff_measured(task, names, pick_shapes(shapes), rounds, as_json, timing))
+    view = answer(per_shape_table, task, names, gpu, timing, kind)
+    if as_json:
+        return emit_json(view.as_json())
+    what = " vs ".join(f"{n} ({plural(view.runs[n], 'run')})" for n in names)
+    report.console().print(frame_table(view.table, view.scope.title(what)))
 
 
-def diff_measured(task, names, shapes, rounds) -> int:
+def measuring(timing: str) -> str:
+    """The method a fresh measurement uses for a view of `timing` records (legacy ones: the default)."""
+    return timing if timing in TIMINGS else "arena"
+
+
+def diff_measured(task, names, shapes, rounds, as_json=False, timing="arena") -> int:
     """diff --measure: interleaved rounds, then each version against the first, per shape and geomean."""
     import pandas as pd
 
@@ -219,7 +308,8 @@ def diff_measured(task, names, shapes, rounds) -> int:
     with err_console.status("measuring") as status:
         try:
             pooled = measure_interleaved(subs, shapes, rounds,
-                                         lambda r, v: status.update(f"round {r}/{rounds}: {v} done"))
+                                         lambda r, v: status.update(f"round {r}/{rounds}: {v} done"),
+                                         timing=measuring(timing))
         except RuntimeError as exc:
             fail(str(exc), code=1)
     base = subs[0].version
@@ -234,7 +324,13 @@ def diff_measured(task, names, shapes, rounds) -> int:
         point, low, high = geomean_ratio_ci([pooled[base][i] for i in indices], [pooled[sub.version][i] for i in indices])
         rows.append({"shape": "geomean", "version": sub.version, f"×{base}": point, "95% low": low, "95% high": high,
                      "verdict": verdict(point, low, high)})
-    report.console().print(frame_table(pd.DataFrame(rows), f"{task}: measured now, {rounds} interleaved rounds"))
+    gpu = device.describe()["name"]
+    if as_json:
+        emit_json({"task": task, "gpu": gpu, "shapes": shapes, "rounds": rounds, "rows": rows})
+        return 0
+    title = (f"{task}: measured now on {gpu}, {shapes} shapes, {rounds} interleaved rounds; "
+             f"×{base} = geometric mean of per-round ratios, paired 95% t interval")
+    report.console().print(frame_table(pd.DataFrame(rows), title))
     return 0
 
 
@@ -242,34 +338,70 @@ def pick_shapes(shapes: str) -> str:
     return shapes if shapes != "auto" else ("contest" if device.has_gpu() else "smoke")
 
 
+def choose_best(task, shapes, timing, candidates, rounds, console):
+    """The stored ranking on this device nominates up to `candidates` lineage versions; they are
+    measured again, interleaved in one worker, and the winner is decided by paired intervals."""
+    from harness.best import decide
+    from harness.lineage import ranked, scoped, versions
+    from harness.session import measure_interleaved
+    gpu = device.describe()["name"]
+    scope, df = answer(scoped, task, gpu, timing, "benchmarks" if shapes == "contest" else "smoke")
+    lineage = {v.name for v in versions(task)}
+    top = [s.version for s in ranked(scope, df) if s.version in lineage][:candidates]
+    if not top:
+        fail(f"no lineage version of {task} has a complete {timing}-timed run on {scope.gpu}.", code=1)
+    err_console.print(f"best stored versions of {task} on {scope.gpu} ({timing} timing): {', '.join(top)}",
+                      highlight=False)
+    if len(top) == 1:
+        return top[0], None
+    subs = [resolve(name, task, leaderboards()) for name in top]
+    with err_console.status("measuring the candidates") as status:
+        try:
+            pooled = measure_interleaved(subs, shapes, rounds,
+                                         lambda r, v: status.update(f"round {r}/{rounds}: {v} done"),
+                                         timing=measuring(timing))
+        except RuntimeError as exc:
+            fail(f"re-measuring the candidates failed, nothing was submitted: {exc}", code=1)
+    decision = decide(pooled)
+    import pandas as pd
+    console.print(frame_table(pd.DataFrame([{
+        "version": s.version, "geomean µs now": s.geomean_ns / 1e3, f"×{decision.fastest}": s.vs_fastest.point,
+        "95% low": s.vs_fastest.low, "95% high": s.vs_fastest.high, "verdict": s.verdict}
+        for s in decision.standings]), f"{task} candidates measured now on {scope.gpu}, {rounds} interleaved rounds"))
+    console.print(decision.explain(), highlight=False)
+    return decision.winner, decision
+
+
 @cli.command()
 @click.option("--task", type=click.Choice(TASKS), required=True)
 @click.option("--submission", "submission", help="Version (vN) or path to submit.")
-@click.option("--best", is_flag=True, help="The version with the lowest stored geomean on this GPU.")
+@click.option("--best", is_flag=True,
+              help="Measure the fastest stored versions again, interleaved, and submit the winner (a tie: the oldest).")
+@click.option("--candidates", type=click.IntRange(1), default=3, show_default=True,
+              help="With --best: how many of the fastest stored versions to measure again.")
+@click.option("--rounds", type=click.IntRange(2), default=5, show_default=True,
+              help="With --best: interleaved rounds.")
+@click.option("--timing", type=click.Choice(results.TIMINGS), default=results.DEFAULT_TIMING, show_default=True,
+              help="With --best: rank stored records timed this way.")
 @click.option("--shapes", type=click.Choice(["auto", "contest", "smoke"]), default="auto", show_default=True)
 @click.option("--remote", is_flag=True, help="Also submit to the real contest with popcorn-cli (must be on PATH).")
 @click.option("--seed", "secret_seed", type=int, help="Secret seed (default: a fresh random one).")
-def submit(task, submission, best, shapes, remote, secret_seed):
+@click.option("--json", "as_json", is_flag=True, help="Print the entry (and the --best decision) as JSON on stdout.")
+def submit(task, submission, best, candidates, rounds, timing, shapes, remote, secret_seed, as_json):
     """Leaderboard mode on one file; on success, a local leaderboard entry and a contest-ready file."""
     from harness import standings
-    from harness.lineage import lineage_table
-    from reference.cases import cases
     if bool(submission) == best:
         fail("give either --submission vN (or a path) or --best.")
     shapes = pick_shapes(shapes)
+    out = report.console(stderr=as_json)
+    decision = None
     if best:
-        gpu = device.describe()["name"]
-        kind = "benchmarks" if shapes == "contest" else "smoke"
-        table = lineage_table(task, len(cases(task, kind)), gpu, kind).dropna(subset=["geomean µs"])
-        if table.empty:
-            fail(f"no complete stored {kind} runs of {task} on {gpu}: run some versions first.", code=1)
-        submission = table.sort_values("geomean µs").iloc[0]["version"]
-        err_console.print(f"best stored version of {task} on {gpu}: {submission}")
+        submission, decision = choose_best(task, shapes, timing, candidates, rounds, out)
+        err_console.print(f"submitting {submission}")
     try:
         sub = resolve(submission, task, leaderboards())
     except SubmissionError as exc:
         fail(str(exc))
-    out = report.console()
     show_precheck(sub, out)
     summary = run_mode(sub, "leaderboard", shapes, None, True, secret_seed, out, set(), True)
     report.render(summary, out)
@@ -277,11 +409,15 @@ def submit(task, submission, best, shapes, remote, secret_seed):
         fail("leaderboard mode did not pass: nothing was submitted.", code=1)
     entry = standings.add_entry(sub, summary, shapes)
     board = task_config(task)["leaderboard"]
-    path = standings.contest_file(sub, board)
+    path = standings.contest_file(sub, board, entry["gpu"])
     command = standings.popcorn_command(path, board)
     out.print(f"added {sub.version} ({entry['geomean_ns'] / 1e3:,.2f} µs geomean on {entry['gpu']}) to "
-              f"{standings.leaderboard_path()}")
+              f"{standings.leaderboard_path(entry['gpu'])}")
     out.print(f"contest-ready file: {path}\nto submit it: {' '.join(command)}", highlight=False)
+    if as_json:
+        from dataclasses import asdict
+        emit_json({"entry": {k: v for k, v in entry.items() if k != "source"}, "contest_file": str(path),
+                   "command": command, "decision": asdict(decision) if decision else None})
     if remote:
         try:
             sys.exit(standings.run_remote(command))
@@ -291,30 +427,44 @@ def submit(task, submission, best, shapes, remote, secret_seed):
 
 @cli.command()
 @click.option("--task", type=click.Choice(TASKS), required=True)
-@click.option("--gpu", help="GPU name in the records (default: the one with the most records).")
+@view_options
 @click.option("--smoke", is_flag=True, help="Plot smoke-shape runs (CPU) instead of the contest's benchmarks.")
-def plot(task, gpu, smoke):
-    """PNG charts under results/plots/: time per version per shape, and a roofline of the best version."""
+def plot(task, gpu, timing, as_json, smoke):
+    """PNG charts under results/plots/: geomean and time per shape per version, and a roofline of the
+    fastest version; file names carry the task, GPU, timing method and shape set."""
     from harness.plots import plot as make
-    from reference.cases import cases
-    kind = "smoke" if smoke else "benchmarks"
-    try:
-        paths = make(task, len(cases(task, kind)), results.results_dir() / "plots", gpu, kind)
-    except ValueError as exc:
-        fail(f"{exc}: run benchmark mode on some versions first.", code=1)
+    paths = answer(make, task, results.results_dir() / "plots", gpu, timing, "smoke" if smoke else "benchmarks")
+    if as_json:
+        return emit_json({"task": task, "timing": timing, "paths": [str(p) for p in paths]})
     for path in paths:
-        report.console().print(f"wrote {path}")
+        report.console().print(f"wrote {path}", highlight=False)
 
 
 @cli.command("leaderboard")
 @click.option("--task", type=click.Choice(TASKS))
-def leaderboard_cmd(task):
+@view_options
+def leaderboard_cmd(task, gpu, timing, as_json):
     """Local standings per task and GPU, ranked by geomean, with the best so far over time."""
     from harness.standings import standings
-    df = standings(task)
-    if df.empty:
-        fail("the local leaderboard is empty: add entries with `python run.py submit`.", code=1)
-    report.console().print(frame_table(df, "local leaderboard"))
+    board = answer(standings, task, gpu, timing)
+    if as_json:
+        return emit_json(board.as_json())
+    report.console().print(frame_table(board.table, board.title))
+
+
+@cli.command("report")
+@view_options
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for the pages (default: results/report/).")
+def report_page(gpu, timing, as_json, out_dir):
+    """One static HTML page per GPU: standings, each lineage's table and charts, per-shape ×SOL and host-bound flags."""
+    from harness.webpage import build
+    pages = answer(build, out_dir or results.results_dir() / "report", gpu, timing)
+    if as_json:
+        return emit_json([{"gpu": p.gpu, "timing": p.timing, "path": str(p.path), "tasks": p.tasks} for p in pages])
+    for page in pages:
+        report.console().print(f"wrote {page.path} ({page.gpu}, {page.timing} timing: {', '.join(page.tasks)})",
+                               highlight=False)
 
 
 @cli.command()

@@ -1,16 +1,32 @@
-"""The lineage view of results: each version's parent and idea (from its docstring) and its
-stored benchmark runs, as pandas tables for `run.py list` and `run.py diff`."""
+"""The lineage view of results: each version's parent and idea (from its docstring) and its stored
+benchmark runs of one task on one GPU with one timing method, as tables for `list`, `diff`, `plot`,
+`report` and `submit --best`.
+
+A version's number is the geomean over shapes of the median over its complete runs (runs that
+timed every shape), so one noisy run cannot move it far; per shape the statistic is the contest's
+mean on a GPU and the median on a CPU, whose wall-clock samples carry outliers that dominate a mean.
+"""
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from .results import read, results_dir
+from reference.cases import cases
+
+from .protocol import timing_of
+from .results import DEFAULT_TIMING, read_all, results_dir
 from .stats import geomean
 from .submission import SUBMISSIONS, docstring
 
 PARENT = re.compile(r"Parent:\s*(v\d+\w*|none)", re.IGNORECASE)
+CPU = "cpu"
+COLUMNS = ["version", "run_id", "timestamp", "index", "shape", "mean_ns", "median_ns", "host_ns", "host_bound",
+           "sol_ns", "flops", "bytes", "gpu", "timing"]
+
+
+class ViewError(ValueError):
+    """A view cannot answer what was asked; the message says what is stored instead."""
 
 
 @dataclass
@@ -19,6 +35,49 @@ class Version:
     parent: str | None
     idea: str
     path: Path
+
+
+@dataclass(frozen=True)
+class Scope:
+    """The records one view compares: one task, GPU, timing method and shape set."""
+
+    task: str
+    gpu: str
+    timing: str
+    kind: str  # "benchmarks" (the contest's shapes) or "smoke"
+    runs: int  # complete runs in scope
+
+    @property
+    def statistic(self) -> str:
+        return "median" if self.gpu == CPU else "mean"
+
+    @property
+    def shape_set(self) -> str:
+        return "contest" if self.kind == "benchmarks" else "smoke"
+
+    def title(self, what: str) -> str:
+        return (f"{self.task} {what} — {self.gpu}, {self.timing} timing, {self.shape_set} shapes; "
+                f"numbers: per-shape {self.statistic}, median over runs")
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "statistic": self.statistic, "shape_set": self.shape_set}
+
+
+@dataclass
+class View:
+    """A table and the scope it was computed in; `runs` counts the complete runs per version."""
+
+    scope: Scope
+    table: pd.DataFrame
+    runs: dict = field(default_factory=dict)
+
+    def as_json(self) -> dict:
+        rows = self.table.astype(object).where(self.table.notna(), None).to_dict(orient="records")
+        return {**self.scope.as_dict(), "runs_per_version": self.runs, "rows": rows}
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
 def version_key(name: str):
@@ -38,74 +97,183 @@ def versions(task: str) -> list[Version]:
     return out
 
 
-def benchmark_records(task: str, gpu: str | None = None, kind: str = "benchmarks") -> pd.DataFrame:
-    """Passing benchmark-mode records of one case kind (contest benchmarks or smoke), one row per shape per run."""
-    rows = [r for r in read(results_dir() / f"{task}.jsonl")
+def benchmark_records(task: str, kind: str = "benchmarks") -> pd.DataFrame:
+    """Passing benchmark-mode records of one case kind (contest benchmarks or smoke), every GPU and
+    timing method, one row per shape per run."""
+    rows = [r for r in read_all(f"{task}.jsonl")
             if r.get("mode") == "benchmark" and r.get("kind") == kind and r.get("status") == "pass"
             and r.get("stats") and not r.get("unguarded")]
-    df = pd.DataFrame([{
+    return pd.DataFrame([{
         "version": r["version"], "run_id": r["run_id"], "timestamp": r["timestamp"], "index": r["index"],
-        "shape": r["shape"], "mean_ns": r["stats"]["mean"], "sol_ns": r.get("sol_ns"),
-        "flops": r.get("flops"), "bytes": r.get("bytes"),
-        "gpu": (r.get("gpu") or {}).get("name"),
-    } for r in rows])
-    if df.empty:
-        return df
-    gpu = gpu or default_gpu(df)
-    return df[df["gpu"] == gpu]
+        "shape": r["shape"], "mean_ns": r["stats"]["mean"], "median_ns": r["stats"].get("median"),
+        "host_ns": r["stats"].get("host_ns"), "host_bound": r.get("host_bound"), "sol_ns": r.get("sol_ns"),
+        "flops": r.get("flops"), "bytes": r.get("bytes"), "gpu": (r.get("gpu") or {}).get("name"),
+        "timing": timing_of(r),
+    } for r in rows], columns=COLUMNS)
 
 
-def default_gpu(df: pd.DataFrame) -> str | None:
-    """The GPU with the most records (CPU runs only when there is nothing else)."""
-    counts = df["gpu"].value_counts()
-    gpus = [g for g in counts.index if g != "cpu"]
-    return gpus[0] if gpus else (counts.index[0] if len(counts) else None)
+def run_counts(df: pd.DataFrame, column: str) -> str:
+    """'legacy (61 runs), arena (2 runs)': distinct runs per value of a column, most first."""
+    counts = df.groupby(column)["run_id"].nunique().sort_values(ascending=False, kind="stable")
+    return ", ".join(f"{value} ({plural(int(n), 'run')})" for value, n in counts.items())
 
 
-def latest_complete(df: pd.DataFrame, n_shapes: int) -> pd.DataFrame:
-    """Per version, the shapes of its newest run that timed every benchmark shape."""
-    if df.empty:
-        return df
+def pick_gpu(df: pd.DataFrame, gpu: str | None, timing: str) -> str:
+    """The GPU named (exactly, or by a unique case-insensitive part such as 'H200'), or by default
+    the one with the most runs of this timing method (a CPU only when there is nothing else)."""
+    known = sorted(set(df["gpu"].dropna()))
+    if gpu is None:
+        pool = df[df["timing"] == timing] if (df["timing"] == timing).any() else df
+        counts = pool.groupby("gpu")["run_id"].nunique().sort_values(ascending=False, kind="stable")
+        gpus = [g for g in counts.index if g != CPU]
+        return gpus[0] if gpus else counts.index[0]
+    if gpu in known:
+        return gpu
+    matches = [g for g in known if gpu.lower() in g.lower()]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise ViewError(f"no runs on a GPU named {gpu!r}; stored GPUs: {run_counts(df, 'gpu')}")
+    raise ViewError(f"{gpu!r} names several GPUs ({', '.join(matches)}): give more of the name")
+
+
+def complete_runs(df: pd.DataFrame, n_shapes: int) -> pd.DataFrame:
+    """Only the runs that timed every shape of the set."""
     sizes = df.groupby("run_id")["index"].nunique()
-    complete = df[df["run_id"].isin(sizes[sizes == n_shapes].index)]
-    newest = complete.sort_values("timestamp").groupby("version")["run_id"].last()
-    return complete[complete["run_id"].isin(newest.values)]
+    return df[df["run_id"].isin(sizes[sizes == n_shapes].index)]
 
 
-def per_shape_table(task: str, names: list[str], n_shapes: int, gpu: str | None = None) -> pd.DataFrame:
-    """Rows: benchmark shapes and a geomean row; columns per version: mean µs, ×parent, ×v0, ×SOL."""
-    known = {v.name: v for v in versions(task)}
-    latest = latest_complete(benchmark_records(task, gpu), n_shapes)
-    if latest.empty:
-        return pd.DataFrame()
-    means = latest.pivot_table(index=["index", "shape"], columns="version", values="mean_ns")
-    sols = latest.groupby(["index", "shape"])["sol_ns"].first()
-    table = pd.DataFrame(index=means.index)
-    for name in names:
-        if name not in means:
-            continue
-        table[f"{name} µs"] = means[name] / 1e3
-        parent = known[name].parent if name in known else None
-        for label, other in (("×parent", parent), ("×v0", "v0")):
-            if other and other in means and other != name:
-                table[f"{name} {label}"] = means[other] / means[name]
-        if sols.notna().all():
-            table[f"{name} ×SOL"] = means[name] / sols
-    geo = {col: geomean(list(table[col])) for col in table}
-    table.loc[(len(table), "geomean"), :] = pd.Series(geo)
-    return table
+def scoped(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMING,
+           kind: str = "benchmarks") -> tuple[Scope, pd.DataFrame]:
+    """The complete runs of one task on one GPU with one timing method, or a ViewError that says
+    which GPUs and methods are stored."""
+    shape_set = "contest" if kind == "benchmarks" else "smoke"
+    df = benchmark_records(task, kind)
+    if df.empty:
+        raise ViewError(f"no benchmark runs of {task} on the {shape_set} shapes stored in {results_dir()}: "
+                        f"run benchmark mode on some versions first")
+    gpu = pick_gpu(df, gpu, timing)
+    on_gpu = df[df["gpu"] == gpu]
+    picked = on_gpu[on_gpu["timing"] == timing]
+    if picked.empty:
+        other = on_gpu["timing"].value_counts().index[0]
+        raise ViewError(f"no {timing}-timed runs of {task} on {gpu}; stored: {run_counts(on_gpu, 'timing')} — "
+                        f"re-measure, or pass --timing {other}")
+    n_shapes = len(cases(task, kind))
+    complete = complete_runs(picked, n_shapes)
+    if complete.empty:
+        raise ViewError(f"no {timing}-timed run of {task} on {gpu} timed all {n_shapes} {shape_set} shapes")
+    return Scope(task, gpu, timing, kind, complete["run_id"].nunique()), complete
 
 
-def lineage_table(task: str, n_shapes: int, gpu: str | None = None, kind: str = "benchmarks") -> pd.DataFrame:
-    latest = latest_complete(benchmark_records(task, gpu, kind), n_shapes)
-    geo = latest.groupby("version")["mean_ns"].apply(lambda s: geomean(list(s))) if not latest.empty else pd.Series()
-    sol = latest.groupby("version")["sol_ns"].apply(lambda s: geomean(list(s))) if not latest.empty else pd.Series()
+def per_shape(df: pd.DataFrame) -> pd.DataFrame:
+    """Per version and shape, the median over runs of each number, and whether any run was host-bound."""
+    grouped = df.groupby(["version", "index"])
+    out = grouped[["mean_ns", "median_ns", "host_ns", "sol_ns", "flops", "bytes"]].median()
+    out["shape"] = grouped["shape"].first()
+    out["host_bound"] = grouped["host_bound"].apply(lambda s: None if s.isna().all() else bool(s.fillna(False).any()))
+    return out
+
+
+@dataclass(frozen=True)
+class Score:
+    """A version's ranking number and the spread of its runs' geomeans (ns)."""
+
+    version: str
+    runs: int
+    geomean_ns: float
+    low_ns: float
+    high_ns: float
+    sol_ns: float | None
+
+    @property
+    def spread(self) -> float | None:
+        return (self.high_ns - self.low_ns) / self.geomean_ns if self.runs > 1 else None
+
+
+def scores(scope: Scope, df: pd.DataFrame) -> dict[str, Score]:
+    column = f"{scope.statistic}_ns"
+    shapes = per_shape(df)
+    out = {}
+    for version, rows in df.groupby("version"):
+        run_geo = [geomean(list(r[column])) for _, r in rows.groupby("run_id")]
+        mine = shapes.loc[version]
+        sol = geomean(list(mine["sol_ns"])) if mine["sol_ns"].notna().all() else None
+        out[version] = Score(version, len(run_geo), geomean(list(mine[column])), min(run_geo), max(run_geo), sol)
+    return out
+
+
+def ranked(scope: Scope, df: pd.DataFrame) -> list[Score]:
+    """Fastest first; equal numbers keep lineage order."""
+    return sorted(scores(scope, df).values(), key=lambda s: (s.geomean_ns, version_key(s.version)))
+
+
+def lineage_table(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMING,
+                  kind: str = "benchmarks") -> View:
+    """Every lineage version (and any other version with runs): parent, idea, runs, geomean, the
+    spread of its runs, rank, ×SOL and ×parent."""
+    scope, df = scoped(task, gpu, timing, kind)
+    score = scores(scope, df)
+    rank = {s.version: i + 1 for i, s in enumerate(ranked(scope, df))}
+    lineage = versions(task)
+    known = {v.name for v in lineage}
+    extra = [Version(name, None, "(not in the lineage)", Path()) for name in sorted(score, key=version_key)
+             if name not in known]
     rows = []
-    for v in versions(task):
-        mean = geo.get(v.name)
-        parent_mean = geo.get(v.parent) if v.parent else None
-        rows.append({"version": v.name, "parent": v.parent or "-", "idea": v.idea,
-                     "geomean µs": mean / 1e3 if mean else None,
-                     "×SOL": mean / sol[v.name] if mean and sol.get(v.name) else None,
-                     "×parent": parent_mean / mean if mean and parent_mean else None})
-    return pd.DataFrame(rows)
+    for v in lineage + extra:
+        s, p = score.get(v.name), score.get(v.parent) if v.parent else None
+        rows.append({"rank": rank.get(v.name), "version": v.name, "parent": v.parent or "-", "idea": v.idea,
+                     "runs": s.runs if s else 0, "geomean µs": s.geomean_ns / 1e3 if s else None,
+                     "spread %": 100 * s.spread if s and s.spread is not None else None,
+                     "×SOL": s.geomean_ns / s.sol_ns if s and s.sol_ns else None,
+                     "×parent": p.geomean_ns / s.geomean_ns if s and p else None})
+    table = pd.DataFrame(rows).astype({"rank": "Int64", "runs": "Int64"})
+    return View(scope, table, {name: s.runs for name, s in score.items()})
+
+
+def check_names(task: str, names: list[str], scope: Scope, df: pd.DataFrame) -> None:
+    """Unknown versions, and known ones without a complete run in scope, are errors."""
+    lineage = [v.name for v in versions(task)]
+    stored = set(benchmark_records(task, scope.kind)["version"])
+    unknown = [n for n in names if n not in lineage and n not in stored]
+    if unknown:
+        raise ViewError(f"unknown version{'s' if len(unknown) > 1 else ''} of {task}: {', '.join(unknown)}; "
+                        f"known: {', '.join(lineage + sorted(stored - set(lineage), key=version_key))}")
+    have = set(df["version"])
+    missing = [n for n in names if n not in have]
+    if missing:
+        raise ViewError(f"no complete {scope.timing}-timed run of {', '.join(missing)} on {scope.gpu} "
+                        f"({scope.shape_set} shapes); versions with runs: "
+                        f"{', '.join(sorted(have, key=version_key))}")
+
+
+def per_shape_table(task: str, names: list[str], gpu: str | None = None, timing: str = DEFAULT_TIMING,
+                    kind: str = "benchmarks") -> View:
+    """Rows: the shapes and a geomean row. Per version: mean and median µs (each the median over
+    runs), ×parent, ×v0 and ×SOL on the scope's statistic, and host µs per call and a host-bound
+    flag where the records carry them."""
+    scope, df = scoped(task, gpu, timing, kind)
+    check_names(task, names, scope, df)
+    parents = {v.name: v.parent for v in versions(task)}
+    shapes = per_shape(df)
+    column = f"{scope.statistic}_ns"
+    first = shapes.loc[names[0]]
+    table = pd.DataFrame({"#": [str(i) for i in first.index], "shape": list(first["shape"])})
+    for name in names:
+        mine = shapes.loc[name]
+        table[f"{name} mean µs"] = list(mine["mean_ns"] / 1e3)
+        table[f"{name} median µs"] = list(mine["median_ns"] / 1e3)
+        for label, other in (("×parent", parents.get(name)), ("×v0", "v0")):
+            if other and other != name and other in shapes.index.get_level_values(0):
+                table[f"{name} {label}"] = list(shapes.loc[other][column] / mine[column])
+        if mine["sol_ns"].notna().all():
+            table[f"{name} ×SOL"] = list(mine[column] / mine["sol_ns"])
+        if mine["host_ns"].notna().any():
+            table[f"{name} host µs"] = list(mine["host_ns"] / 1e3)
+        if mine["host_bound"].notna().any():
+            table[f"{name} host-bound"] = ["yes" if b else "no" if b is not None else None for b in mine["host_bound"]]
+    numeric = [c for c in table.columns[2:] if table[c].dtype.kind == "f"]
+    geo = {"#": "", "shape": "geomean", **{c: geomean(list(table[c].dropna())) for c in numeric}}
+    table = pd.concat([table, pd.DataFrame([geo])], ignore_index=True)
+    runs = df.groupby("version")["run_id"].nunique()
+    return View(scope, table, {name: int(runs[name]) for name in names})

@@ -14,28 +14,53 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_ENV = "NVFP4_ARENA_RESULTS"
+LOCAL = "local"  # results/local/: git-ignored records of this machine's CPU runs
+TIMINGS = ("arena", "contest", "legacy")  # how a record's times were taken; "legacy": before records said
+DEFAULT_TIMING = "arena"
 
 
 def results_dir() -> Path:
     return Path(os.environ.get(RESULTS_ENV, ROOT / "results"))
 
 
+def records_dir(device_name: str | None) -> Path:
+    """Where a run's records go: $NVFP4_ARENA_RESULTS when set; otherwise results/ for GPU runs
+    (the tracked history) and the git-ignored results/local/ for CPU runs (smoke shapes and
+    wall-clock timers, never part of the tracked history)."""
+    if os.environ.get(RESULTS_ENV):
+        return Path(os.environ[RESULTS_ENV])
+    return results_dir() / LOCAL if device_name == "cpu" else results_dir()
+
+
+def read_all(name: str) -> list[dict]:
+    """The records of results/<name> and of results/local/<name> (CPU runs), in that order."""
+    base = results_dir()
+    return read(base / name) + read(base / LOCAL / name)
+
+
 @functools.cache
 def git_state() -> dict:
-    def git(*args):
-        try:
-            out = subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=ROOT, capture_output=True, text=True, timeout=20)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return out.stdout.strip() if out.returncode == 0 else None
     if os.environ.get("NVFP4_ARENA_COMMIT"):
         # Told by the caller, and it wins: a copy of the tree on a lent GPU machine may carry no .git,
         # or a stale one whose HEAD is not the commit that was copied.
         return {"commit": os.environ["NVFP4_ARENA_COMMIT"], "dirty": os.environ.get("NVFP4_ARENA_DIRTY") == "1"}
+    return repo_state(ROOT)
+
+
+def repo_state(root: Path) -> dict:
+    """HEAD's commit and whether tracked files differ from it; records under results/ do not
+    count (every run appends there, so counting them would mark every later record dirty)."""
+    def git(*args):
+        try:
+            out = subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=root, capture_output=True, text=True,
+                                 timeout=20)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
     commit = git("rev-parse", "HEAD")
     if commit is None:
         return {"commit": None, "dirty": None}
-    status = git("status", "--porcelain", "--untracked-files=no")
+    status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")
     return {"commit": commit, "dirty": bool(status) if status is not None else None}
 
 

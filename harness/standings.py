@@ -1,18 +1,41 @@
-"""The local leaderboard (results/leaderboard.jsonl) and files ready for the real contest."""
+"""The local leaderboard (results/leaderboard.jsonl; a CPU's entries in results/local/) and files
+ready for the real contest."""
 import shutil
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from . import results
+from .protocol import timing_of
+from .lineage import ViewError
 from .submission import POPCORN, Submission
 
 CONTEST_GPU = "B200"
+BOARD = "leaderboard.jsonl"
 
 
-def leaderboard_path() -> Path:
-    return results.results_dir() / "leaderboard.jsonl"
+@dataclass
+class Board:
+    """Ranked entries of one timing method, and what they span."""
+
+    timing: str
+    gpus: list[str]
+    table: pd.DataFrame
+
+    @property
+    def title(self) -> str:
+        return (f"local leaderboard — {', '.join(self.gpus)}, {self.timing} timing, "
+                f"{len(self.table)} {'entry' if len(self.table) == 1 else 'entries'}")
+
+    def as_json(self) -> dict:
+        rows = self.table.astype(object).where(self.table.notna(), None).to_dict(orient="records")
+        return {"timing": self.timing, "gpus": self.gpus, "entries": len(self.table), "rows": rows}
+
+
+def leaderboard_path(device_name: str | None = None) -> Path:
+    return results.records_dir(device_name) / BOARD
 
 
 def add_entry(sub: Submission, summary, shapes: str) -> dict:
@@ -21,17 +44,18 @@ def add_entry(sub: Submission, summary, shapes: str) -> dict:
         "geomean_ns": summary.geomean_ns, "shapes": shapes,
         "means_ns": {r["shape"]: r["stats"]["mean"] for r in summary.records if r.get("stats")},
         "gpu": summary.device.get("name"), "run_id": summary.records[0]["run_id"], "when": results.now(),
-        "git": results.git_state(),
+        "git": results.git_state(), "timing": timing_of(summary.records[0]),
     }
-    results.append(leaderboard_path(), entry)
+    results.append(leaderboard_path(entry["gpu"]), entry)
     return entry
 
 
-def contest_file(sub: Submission, leaderboard: str) -> Path:
-    """The submission with the contest's #!POPCORN headers, under results/submit/."""
+def contest_file(sub: Submission, leaderboard: str, device_name: str | None = None) -> Path:
+    """The submission with the contest's #!POPCORN headers, under results/submit/ (a CPU's under
+    results/local/submit/)."""
     body = [line for line in sub.path.read_text().splitlines() if not POPCORN.match(line)]
     text = "\n".join([f"#!POPCORN leaderboard {leaderboard}", f"#!POPCORN gpu {CONTEST_GPU}", *body]) + "\n"
-    out = results.results_dir() / "submit" / f"{sub.task}_{sub.version}.py"
+    out = results.records_dir(device_name) / "submit" / f"{sub.task}_{sub.version}.py"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)
     return out
@@ -48,16 +72,37 @@ def run_remote(command: list[str]) -> int:
     return subprocess.run(command).returncode
 
 
-def standings(task: str | None = None) -> pd.DataFrame:
-    """Entries ranked by geomean per task and GPU, with the best geomean so far at each entry."""
-    rows = [e for e in results.read(leaderboard_path()) if e.get("geomean_ns") and (task is None or e["task"] == task)]
+def standings(task: str | None = None, gpu: str | None = None, timing: str = results.DEFAULT_TIMING) -> Board:
+    """Entries of one timing method ranked by geomean per task, GPU and shape set, with the best
+    geomean so far at each entry; a GPU may be named by a unique part of its name ('H200')."""
+    rows = [e for e in results.read_all(BOARD) if e.get("geomean_ns") and (task is None or e["task"] == task)]
     if not rows:
-        return pd.DataFrame()
-    df = pd.DataFrame([{k: e.get(k) for k in ("task", "gpu", "shapes", "version", "geomean_ns", "when", "sha256")}
-                       for e in rows]).sort_values("when")
-    df["best so far µs"] = df.groupby(["task", "gpu", "shapes"])["geomean_ns"].cummin() / 1e3
+        raise ViewError(f"the local leaderboard has no entries{f' for {task}' if task else ''}: "
+                        f"add some with `run.py submit`")
+    df = pd.DataFrame([{**{k: e.get(k) for k in ("task", "gpu", "shapes", "version", "geomean_ns", "when", "sha256")},
+                        "timing": timing_of(e)} for e in rows])
+    if gpu is not None:
+        known = sorted(set(df["gpu"].dropna()))
+        matches = [g for g in known if g == gpu] or [g for g in known if gpu.lower() in g.lower()]
+        if len(matches) != 1:
+            raise ViewError(f"{'no' if not matches else 'more than one'} GPU named {gpu!r} on the local leaderboard; "
+                            f"its GPUs: {counts(df, 'gpu')}")
+        df = df[df["gpu"] == matches[0]]
+    picked = df[df["timing"] == timing]
+    if picked.empty:
+        raise ViewError(f"no {timing}-timed entries on the local leaderboard{f' for {task}' if task else ''}; "
+                        f"stored: {counts(df, 'timing')} — pass --timing {df['timing'].value_counts().index[0]}")
+    df = picked.sort_values("when")
+    group = ["task", "gpu", "shapes"]
+    df["best so far µs"] = df.groupby(group)["geomean_ns"].cummin() / 1e3
     df["geomean µs"] = df["geomean_ns"] / 1e3
-    df["rank"] = df.groupby(["task", "gpu", "shapes"])["geomean_ns"].rank(method="min").astype(int)
+    df["rank"] = df.groupby(group)["geomean_ns"].rank(method="min").astype(int)
     df["sha256"] = df["sha256"].str[:12]
-    return df.sort_values(["task", "gpu", "shapes", "rank"])[
-        ["task", "gpu", "shapes", "rank", "version", "geomean µs", "best so far µs", "when", "sha256"]]
+    table = df.sort_values([*group, "rank"])[[*group, "rank", "version", "geomean µs", "best so far µs", "when",
+                                              "sha256"]]
+    return Board(timing, sorted(set(table["gpu"])), table.reset_index(drop=True))
+
+
+def counts(df: pd.DataFrame, column: str) -> str:
+    """'legacy (12 entries)': entries per value of a column, most first."""
+    return ", ".join(f"{value} ({n} {'entry' if n == 1 else 'entries'})" for value, n in df[column].value_counts().items())

@@ -6,6 +6,7 @@ from pathlib import Path
 import pandas as pd
 
 from harness import results
+from harness.protocol import timing_of
 from harness.lineage import lineage_table, per_shape_table, versions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -28,29 +29,29 @@ def test_versions_read_parent_and_idea_from_docstrings():
     assert "Triton" in vs["v1"].idea
 
 
-def test_lineage_and_diff_use_latest_complete_run_on_one_gpu(results_dir):
+def test_lineage_and_diff_use_complete_runs_on_one_gpu(results_dir):
     write(results_dir, [record("v0", "a", i, 400.0) for i in range(3)]
           + [record("v1", "b", i, 100.0) for i in range(3)]
           + [record("v1", "c", i, 50.0, ts="2026-11-22T09:00:00") for i in range(2)]  # incomplete: ignored
           + [record("v1", "d", i, 1.0, status="fail", ts="2026-11-22T10:00:00") for i in range(3)]  # failed
           + [record("v1", "e", i, 25.0, gpu="NVIDIA H100 80GB HBM3") for i in range(3)])  # other GPU
-    table = lineage_table("gemv", 3).set_index("version")
+    table = lineage_table("gemv", timing="legacy").table.set_index("version")
     assert round(table.loc["v1", "geomean µs"], 6) == 100.0 and round(table.loc["v1", "×parent"], 6) == 4.0
     assert round(table.loc["v1", "×SOL"], 6) == 10.0
-    other = lineage_table("gemv", 3, gpu="NVIDIA H100 80GB HBM3").set_index("version")
+    other = lineage_table("gemv", gpu="NVIDIA H100 80GB HBM3", timing="legacy").table.set_index("version")
     assert other.loc["v1", "geomean µs"] == 25.0 and pd.isna(other.loc["v0", "geomean µs"])  # no H100 run of v0
-    diff = per_shape_table("gemv", ["v0", "v1"], 3)
+    diff = per_shape_table("gemv", ["v0", "v1"], timing="legacy").table
     assert list(diff["v1 ×v0"].round(6)) == [4.0] * 4  # three shapes and the geomean row
-    assert diff.index[-1][1] == "geomean"
+    assert diff["shape"].iloc[-1] == "geomean"
 
 
 def test_cli_list_and_diff(results_dir):
     write(results_dir, [record("v0", "a", i, 400.0) for i in range(3)] + [record("v1", "b", i, 80.0) for i in range(3)])
     run = lambda *a: subprocess.run([sys.executable, str(ROOT / "run.py"), *a], capture_output=True, text=True,  # noqa: E731
                                     cwd=ROOT, timeout=120)
-    out = run("list", "--task", "gemv")
+    out = run("list", "--task", "gemv", "--timing", "legacy")
     assert out.returncode == 0 and "v1" in out.stdout and "5.00" in out.stdout
-    out = run("diff", "--task", "gemv", "v0", "v1")
+    out = run("diff", "--task", "gemv", "v0", "v1", "--timing", "legacy")
     assert out.returncode == 0 and "geomean" in out.stdout and "5.00" in out.stdout
     out = run("diff", "--task", "gemv")
     assert out.returncode == 2 and "--all" in out.stderr
@@ -63,9 +64,10 @@ def cli(*args, timeout=600):
 
 def test_submit_best_then_leaderboard_on_cpu(results_dir):
     assert cli("--task", "gemv", "--submission", "v0", "--mode", "benchmark").returncode == 0
-    out = cli("submit", "--task", "gemv", "--best")
+    timing = timing_of(results.read(results_dir / "gemv.jsonl")[0])
+    out = cli("submit", "--task", "gemv", "--best", "--timing", timing)
     assert out.returncode == 0, out.stderr
-    assert "best stored version of gemv on cpu: v0" in out.stderr
+    assert "best stored versions of gemv on cpu" in out.stderr and ": v0" in out.stderr
     assert "popcorn-cli submit --gpu B200 --leaderboard nvfp4_gemv --mode leaderboard" in out.stdout
     entry = results.read(results_dir / "leaderboard.jsonl")[0]
     source = (ROOT / "submissions" / "gemv" / "v0.py").read_text()
@@ -73,7 +75,7 @@ def test_submit_best_then_leaderboard_on_cpu(results_dir):
     assert len(entry["means_ns"]) == 2 and entry["gpu"] == "cpu"
     contest = (results_dir / "submit" / "gemv_v0.py").read_text().splitlines()
     assert contest[:2] == ["#!POPCORN leaderboard nvfp4_gemv", "#!POPCORN gpu B200"]
-    board = cli("leaderboard", "--task", "gemv")
+    board = cli("leaderboard", "--task", "gemv", "--timing", timing)
     assert board.returncode == 0 and "v0" in board.stdout and "smoke" in board.stdout
     assert cli("submit", "--task", "gemv").returncode == 2  # neither a version nor --best
 
@@ -85,7 +87,7 @@ def test_leaderboard_ranks_and_tracks_best_so_far(results_dir):
                                             "geomean_ns": geo * 1e3, "when": when, "sha256": "ab" * 32})
     results.append(leaderboard_path(), {"task": "gemv", "gpu": "NVIDIA H100", "shapes": "contest", "version": "v0",
                                         "geomean_ns": 1e6, "when": "2026-11-04", "sha256": "cd" * 32})
-    df = standings("gemv")
+    df = standings("gemv", timing="legacy").table
     h200 = df[df["gpu"] == "NVIDIA H200"].set_index("version")
     assert list(h200.sort_values("rank").index) == ["v1", "v2", "v0"]
     assert list(h200.sort_values("when")["best so far µs"]) == [900.0, 300.0, 300.0]
@@ -95,14 +97,14 @@ def test_leaderboard_ranks_and_tracks_best_so_far(results_dir):
 def test_plot_writes_pngs(results_dir):
     write(results_dir, [record("v0", "a", i, 400.0 * (i + 1)) | {"flops": 2e9, "bytes": 1e8} for i in range(3)]
           + [record("v1", "b", i, 90.0 * (i + 1)) | {"flops": 2e9, "bytes": 1e8} for i in range(3)])
-    out = cli("plot", "--task", "gemv")
+    out = cli("plot", "--task", "gemv", "--timing", "legacy")
     assert out.returncode == 0, out.stderr
-    for name in ("gemv_lineage.png", "gemv_roofline.png"):
+    for name in ("gemv_h200_legacy_contest_lineage.png", "gemv_h200_legacy_contest_roofline.png"):
         data = (results_dir / "plots" / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
 
 
-def test_bootstrap_interval_shrinks_with_more_samples():
+def test_paired_interval_shrinks_with_more_rounds():
     import random
 
     from harness.compare import ratio_ci, verdict

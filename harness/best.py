@@ -1,0 +1,65 @@
+"""Which version `submit --best` submits. Stored runs only nominate candidates; the candidates are
+then measured again, interleaved in one worker, and the fastest wins only where its paired interval
+says so. Candidates whose interval against the fastest contains 1 are tied with it, and of a tie the
+oldest version (the simplest, fewest ideas stacked) is picked."""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .compare import Interval, geomean_ratio_ci
+from .lineage import version_key
+from .stats import geomean
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One candidate in the fresh measurement: its geomean over shapes of the mean over rounds, and
+    its time over the fastest's (>1: the fastest is faster) with the interval."""
+
+    version: str
+    geomean_ns: float
+    vs_fastest: Interval
+    tied: bool
+
+    @property
+    def verdict(self) -> str:
+        if self.tied:
+            return "fastest" if self.vs_fastest.point == 1.0 else "tied with the fastest"
+        return f"slower: {self.vs_fastest.point:.3f}x the fastest's time"
+
+
+@dataclass(frozen=True)
+class Decision:
+    winner: str
+    fastest: str
+    rounds: int
+    standings: list[Standing]
+
+    @property
+    def tied(self) -> list[str]:
+        return [s.version for s in self.standings if s.tied]
+
+    def explain(self) -> str:
+        if len(self.tied) == 1:
+            return f"{self.winner} is faster than every other candidate (paired 95% intervals, {self.rounds} rounds)"
+        return (f"{', '.join(self.tied)} are tied (each interval against {self.fastest} contains 1, "
+                f"{self.rounds} rounds): picking the oldest, {self.winner}")
+
+
+def decide(pooled: dict[str, dict[int, list[float]]]) -> Decision:
+    """pooled: {version: {shape index: [mean ns per round]}} from one interleaved measurement."""
+    indices = sorted(next(iter(pooled.values())))
+    per_version = {v: [pooled[v][i] for i in indices] for v in pooled}
+
+    def log_time(v):  # mean over rounds and shapes of log time: the order the paired ratios agree with
+        return float(np.mean([np.log(times) for times in per_version[v]]))
+    fastest = min(per_version, key=lambda v: (log_time(v), version_key(v)))
+    standings = []
+    for v, times in per_version.items():
+        interval = geomean_ratio_ci(times, per_version[fastest])
+        standings.append(Standing(v, geomean([float(np.mean(t)) for t in times]), interval,
+                                  v == fastest or interval.low <= 1.0))
+    standings.sort(key=lambda s: (s.vs_fastest.point, version_key(s.version)))
+    winner = min((s.version for s in standings if s.tied), key=version_key)
+    rounds = len(per_version[fastest][0])
+    return Decision(winner, fastest, rounds, standings)

@@ -1,0 +1,326 @@
+"""The views of stored results as a participant uses them: one timing method at a time, ranking by
+the median over runs, errors that name what is stored, --json everywhere, charts a person can read,
+paired intervals, `submit --best` decided by a fresh measurement, and the install."""
+import json
+import math
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fixtures_views import H200, entry, run, store
+
+from harness import results
+from harness.protocol import timing_of
+from harness.lineage import ViewError, lineage_table, per_shape_table, versions
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli(*args, timeout=300):
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=timeout)
+
+
+def flat(text: str) -> str:
+    """Terminal output with its line wrapping undone."""
+    return " ".join(text.split())
+
+
+def test_timing_of_names_old_records_legacy():
+    assert timing_of({"timing": "contest", "schema": 2}) == "contest"
+    assert timing_of({"version": "v0"}) == "legacy"
+
+
+def test_dirty_flag_ignores_results(tmp_path):
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+    git("init", "-q")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "gemv.jsonl").write_text("{}\n")
+    (tmp_path / "run.py").write_text("print(1)\n")
+    git("add", ".")
+    git("commit", "-qm", "init")
+    (tmp_path / "results" / "gemv.jsonl").write_text("{}\n{}\n")  # a run appended a record
+    assert results.repo_state(tmp_path)["dirty"] is False
+    (tmp_path / "run.py").write_text("print(2)\n")
+    assert results.repo_state(tmp_path)["dirty"] is True
+
+
+def test_cpu_records_go_to_an_ignored_folder(monkeypatch):
+    monkeypatch.delenv(results.RESULTS_ENV, raising=False)
+    assert results.records_dir("cpu") == results.ROOT / "results" / "local"
+    assert results.records_dir(H200) == results.ROOT / "results"
+    ignored = subprocess.run(["git", "check-ignore", "-q", "results/local/gemv.jsonl"], cwd=ROOT)
+    assert ignored.returncode == 0
+    monkeypatch.setenv(results.RESULTS_ENV, "/tmp/elsewhere")
+    assert results.records_dir("cpu") == Path("/tmp/elsewhere")
+
+
+def test_views_read_local_cpu_records_too(results_dir):
+    store(results_dir / "local", run("gemv", "v0", "a", [5.0, 6.0], gpu="cpu", kind="smoke"))
+    view = lineage_table("gemv", kind="smoke")
+    assert view.scope.gpu == "cpu" and view.runs == {"v0": 1}
+
+
+def test_list_ranks_by_the_median_over_runs(results_dir):
+    store(results_dir, run("gemv", "v0", "a", [400, 400, 400]) + run("gemv", "v1", "b", [100, 100, 100])
+          + run("gemv", "v1", "c", [110, 110, 110]) + run("gemv", "v1", "d", [900, 900, 900])  # one noisy run
+          + run("gemv", "v2", "e", [120, 120, 120]))
+    table = lineage_table("gemv").table.set_index("version")
+    assert table.loc["v1", "rank"] == 1 and table.loc["v2", "rank"] == 2 and table.loc["v0", "rank"] == 3
+    assert table.loc["v1", "runs"] == 3 and math.isclose(table.loc["v1", "geomean µs"], 110)
+    assert math.isclose(table.loc["v1", "spread %"], 100 * (900 - 100) / 110)
+    assert math.isnan(table.loc["v2", "spread %"])  # one run has no spread
+    assert math.isclose(table.loc["v1", "×parent"], 400 / 110)
+    out = cli("list", "--task", "gemv")
+    assert out.returncode == 0, out.stderr
+    assert "NVIDIA H200" in out.stdout and "arena timing" in out.stdout and "(5 runs)" in out.stdout
+    assert "fastest by stored runs: v1 (3 runs)" in flat(out.stdout)
+
+
+def test_views_compare_one_timing_method_and_name_the_others(results_dir):
+    store(results_dir, run("gemv", "v0", "a", [400] * 3, timing="legacy") + run("gemv", "v1", "b", [100] * 3,
+                                                                              timing="legacy"))
+    with pytest.raises(ViewError, match=r"no arena-timed runs of gemv on NVIDIA H200; stored: legacy \(2 runs\)"):
+        lineage_table("gemv")
+    out = cli("list", "--task", "gemv")
+    assert out.returncode == 1 and "pass --timing legacy" in flat(out.stderr)
+    store(results_dir, run("gemv", "v1", "c", [50] * 3, timing="contest"))
+    legacy = lineage_table("gemv", timing="legacy").table.set_index("version")
+    contest = lineage_table("gemv", timing="contest").table.set_index("version")
+    assert math.isclose(legacy.loc["v1", "geomean µs"], 100) and math.isclose(contest.loc["v1", "geomean µs"], 50)
+    assert contest.loc["v0", "runs"] == 0  # v0 was never contest-timed: not compared across methods
+
+
+def test_unknown_gpu_and_version_are_errors_that_list_the_known_ones(results_dir):
+    store(results_dir, run("gemv", "v0", "a", [400] * 3) + run("gemv", "v1", "b", [100] * 3))
+    out = cli("list", "--task", "gemv", "--gpu", "H100")
+    assert out.returncode == 1 and "stored GPUs: NVIDIA H200 (2 runs)" in flat(out.stderr)
+    assert cli("list", "--task", "gemv", "--gpu", "h200").returncode == 0  # a unique part of the name
+    out = cli("diff", "--task", "gemv", "v0", "v99")
+    assert out.returncode == 1 and "unknown version of gemv: v99; known: v0, v1" in flat(out.stderr)
+    out = cli("diff", "--task", "gemv", "v0", "v2")  # in the lineage, never measured here
+    assert out.returncode == 1 and "no complete arena-timed run of v2" in flat(out.stderr)
+
+
+def test_cpu_tables_show_the_median_and_rank_by_it(results_dir):
+    store(results_dir, run("gemv", "v0", "a", [6038, 500], gpu="cpu", kind="smoke", median_us=411)
+          + run("gemv", "v1", "b", [450, 450], gpu="cpu", kind="smoke"))
+    view = per_shape_table("gemv", ["v0", "v1"], kind="smoke")
+    assert view.scope.statistic == "median"
+    first = view.table.iloc[0]
+    assert math.isclose(first["v0 mean µs"], 6038) and math.isclose(first["v0 median µs"], 411)
+    assert math.isclose(first["v1 ×v0"], 411 / 450)  # ratios on the median, not the outlier-ridden mean
+    out = cli("diff", "--task", "gemv", "--smoke", "v0", "v1")
+    assert out.returncode == 0 and "v0 median µs" in out.stdout and "411.00" in out.stdout
+    assert "on cpu" not in out.stdout and "cpu, arena timing" in out.stdout
+
+
+def test_per_shape_views_show_host_time_and_host_bound_flags(results_dir):
+    store(results_dir, [r | {"host_bound": r["index"] == 1} for r in
+                        run("gemv", "v0", "a", [40, 50, 60], host_us=30)])
+    table = per_shape_table("gemv", ["v0"]).table
+    assert [round(x, 6) for x in table["v0 host µs"][:3]] == [30, 30, 30]
+    assert list(table["v0 host-bound"][:3]) == ["no", "yes", "no"]
+    store(results_dir, run("gemv", "v1", "b", [40, 50, 60]))  # older records: no such columns
+    assert not any("host" in c for c in per_shape_table("gemv", ["v1"]).table.columns)
+
+
+def test_json_on_every_view(results_dir):
+    store(results_dir, run("gemv", "v0", "a", [400] * 3) + run("gemv", "v1", "b", [100] * 3))
+    results.append(results_dir / "leaderboard.jsonl", entry("gemv", "v1", 100))
+    listing = json.loads(cli("list", "--task", "gemv", "--json").stdout)
+    assert listing["gpu"] == H200 and listing["timing"] == "arena" and listing["runs"] == 2
+    assert [r["version"] for r in listing["rows"] if r["rank"] == 1] == ["v1"]
+    diff = json.loads(cli("diff", "--task", "gemv", "v0", "v1", "--json").stdout)
+    assert diff["rows"][-1]["shape"] == "geomean" and math.isclose(diff["rows"][-1]["v1 ×v0"], 4.0)
+    board = json.loads(cli("leaderboard", "--json").stdout)
+    assert board["rows"][0]["version"] == "v1" and board["timing"] == "arena"
+    assert json.loads(cli("--json", "leaderboard").stdout) == board  # the option before the command counts too
+    plots = json.loads(cli("plot", "--task", "gemv", "--json").stdout)
+    assert all(Path(p).exists() for p in plots["paths"])
+    pages = json.loads(cli("report", "--json").stdout)
+    assert pages[0]["gpu"] == H200 and Path(pages[0]["path"]).exists()
+    out = cli("--mode", "test", "leaderboard")
+    assert out.returncode == 2 and "--mode is not an option of `leaderboard`" in out.stderr
+
+
+def test_leaderboard_filters_by_gpu_and_timing(results_dir):
+    for e in (entry("gemv", "v1", 100), entry("gemv", "v2", 90, gpu="NVIDIA H100 80GB HBM3"),
+              entry("gemv", "v0", 400, timing="legacy")):
+        results.append(results_dir / "leaderboard.jsonl", e)
+    out = cli("leaderboard", "--gpu", "H100")
+    assert out.returncode == 0 and "NVIDIA H100 80GB HBM3, arena timing, 1 entry" in out.stdout
+    out = cli("leaderboard", "--timing", "contest")
+    assert out.returncode == 1 and "arena (2 entries), legacy (1 entry)" in flat(out.stderr)
+    out = cli("leaderboard", "--gpu", "B200")
+    assert out.returncode == 1 and "NVIDIA H200 (2 entries)" in flat(out.stderr)
+
+
+def test_plots_keep_one_file_per_gpu_timing_and_shape_set(results_dir):
+    store(results_dir, run("gemv", "v0", "a", [400, 500, 600]) + run("gemv", "v1", "b", [90, 80, 70])
+          + run("gemv", "v0", "c", [900, 800], gpu="cpu", kind="smoke"))
+    contest = json.loads(cli("plot", "--task", "gemv", "--json").stdout)["paths"]
+    smoke = json.loads(cli("plot", "--task", "gemv", "--smoke", "--json").stdout)["paths"]
+    names = sorted(Path(p).name for p in contest + smoke)
+    assert names == ["gemv_cpu_arena_smoke_lineage.png", "gemv_cpu_arena_smoke_roofline.png",
+                     "gemv_h200_arena_contest_lineage.png", "gemv_h200_arena_contest_roofline.png"]
+    for p in contest + smoke:
+        assert Path(p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def boxes(texts, renderer):
+    return [t.get_window_extent(renderer) for t in texts if t.get_text()]
+
+
+def disjoint(extents) -> bool:
+    return all(not a.overlaps(b) for i, a in enumerate(extents) for b in extents[i + 1:])
+
+
+def test_lineage_chart_of_27_versions_is_readable(results_dir):
+    from harness.lineage import scoped
+    from harness.plots import DPI, lineage_figure
+    names = [v.name for v in versions("group_gemm")]
+    assert len(names) >= 27
+    store(results_dir, [r for k, name in enumerate(names) for r in
+                        run("group_gemm", name, f"r{k}", [300 / (k + 1), 200 / (k + 1), 90, 40])])
+    scope, df = scoped("group_gemm")
+    fig = lineage_figure(scope, df)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    width, height = fig.get_size_inches() * DPI
+    assert width <= 1400 and height <= 1400
+    axes = fig.get_axes()
+    assert len(axes) == 1 + 4  # the geomean panel and one per shape
+    assert axes[0].get_title(loc="left").startswith("geomean over 4 shapes")
+    for ax in axes:
+        ticks = ax.get_xticklabels()
+        assert [t.get_text() for t in ticks] == names
+        assert all(t.get_fontsize() >= 8 for t in ticks)
+        assert disjoint(boxes(ticks, renderer)), ax.get_title(loc="left")
+
+
+def test_roofline_labels_do_not_overlap_or_leave_the_figure(results_dir):
+    from harness.lineage import scoped
+    from harness.plots import roofline_figure
+    store(results_dir, run("group_gemm", "v0", "a", [100, 100, 100, 100]))  # four points almost on top of each other
+    scope, df = scoped("group_gemm")
+    fig = roofline_figure(scope, df)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    labels = [t for t in fig.axes[0].texts if re.match(r"\d: ", t.get_text())]
+    assert len(labels) == 4
+    extents = boxes(labels, renderer)
+    assert disjoint(extents)
+    assert all(fig.bbox.x0 <= e.x0 and e.x1 <= fig.bbox.x1 and fig.bbox.y0 <= e.y0 and e.y1 <= fig.bbox.y1
+               for e in extents)
+
+
+def test_spread_labels_keeps_the_gap_and_the_bounds():
+    from harness.plots import spread_labels
+    placed = spread_labels([0.5, 0.5, 0.51, 0.99, 0.2], 0.1)
+    ordered = sorted(placed)
+    assert all(b - a >= 0.1 - 1e-12 for a, b in zip(ordered, ordered[1:]))
+    assert 0 <= min(placed) and max(placed) <= 1
+    assert placed[4] == 0.2  # a label with room stays where its point is
+
+
+def test_paired_interval_cancels_drift_between_rounds():
+    from harness.compare import ratio_ci, verdict
+    base, other = [100.0, 200.0, 300.0], [90.0, 181.0, 269.0]  # the machine drifted 3x over the rounds
+    point, low, high = ratio_ci(base, other)
+    assert 1.0 < low <= point <= high < 1.2 and verdict(point, low, high).endswith("faster")
+    point, low, high = ratio_ci([100.0, 101.0, 99.0], [100.5, 100.0, 99.8])
+    assert low < 1.0 < high and verdict(point, low, high) == "no significant difference"
+    assert verdict(*ratio_ci([100.0], [90.0])) == "one round: no interval"
+    with pytest.raises(ValueError, match="paired"):
+        ratio_ci([1.0, 2.0], [1.0])
+
+
+def test_paired_interval_is_students_t_on_log_ratios():
+    from scipy import stats
+
+    from harness.compare import geomean_ratio_ci
+    base = [[100.0, 104.0, 98.0, 101.0], [50.0, 51.0, 49.0, 52.0]]
+    other = [[90.0, 95.0, 91.0, 90.0], [50.0, 50.0, 50.0, 50.0]]
+    logs = [(math.log(b0 / o0) + math.log(b1 / o1)) / 2 for b0, o0, b1, o1 in zip(base[0], other[0], base[1], other[1])]
+    low, high = stats.ttest_1samp(logs, 0.0).confidence_interval(0.95)
+    interval = geomean_ratio_ci(base, other)
+    assert math.isclose(interval.low, math.exp(low)) and math.isclose(interval.high, math.exp(high))
+
+
+def test_compare_has_no_hand_typed_quantile_table():
+    source = (ROOT / "harness" / "compare.py").read_text()
+    assert "scipy" in source and "12.71" not in source and "T975" not in source
+
+
+def test_best_is_decided_by_the_interval_and_a_tie_goes_to_the_oldest():
+    from harness.best import decide
+    clear = decide({"v18": {0: [60.0, 61.0, 59.0], 1: [30.0, 31.0, 29.0]},
+                    "v25": {0: [50.0, 51.0, 49.5], 1: [25.0, 26.0, 24.0]}})
+    assert clear.winner == clear.fastest == "v25" and clear.tied == ["v25"]
+    tie = decide({"v25": {0: [60.0, 61.0, 59.0], 1: [30.0, 31.0, 29.0]},
+                  "v18": {0: [60.2, 60.1, 59.5], 1: [30.1, 30.6, 29.3]},
+                  "v3": {0: [90.0, 91.0, 92.0], 1: [40.0, 41.0, 40.0]}})
+    assert sorted(tie.tied) == ["v18", "v25"] and tie.winner == "v18" and "tied" in tie.explain()
+    assert [s.verdict for s in tie.standings][-1].startswith("slower")
+
+
+def test_submit_best_measures_the_candidates_again(results_dir, monkeypatch):
+    """Stored runs put v1 first by one run; measured again, v0 and v1 tie, so the older v0 is submitted."""
+    import harness.session
+    from run import cli as main
+    store(results_dir, run("gemv", "v1", "a", [100, 100], gpu="cpu", kind="smoke")
+          + run("gemv", "v0", "b", [400, 400], gpu="cpu", kind="smoke")
+          + run("gemv", "v2", "c", [900, 900], gpu="cpu", kind="smoke"))
+    calls = []
+
+    def measured(subs, shapes, rounds, on_round=None, timing="arena"):
+        calls.append(([s.version for s in subs], shapes, rounds, timing))
+        return {s.version: {0: [200.0, 201.0, 199.0], 1: [300.0, 299.0, 302.0]} for s in subs}
+    monkeypatch.setattr(harness.session, "measure_interleaved", measured)
+    out = CliRunner().invoke(main, ["submit", "--task", "gemv", "--best", "--candidates", "2", "--rounds", "3",
+                                    "--timing", "arena", "--seed", "1"])
+    assert out.exit_code == 0, out.output
+    assert calls == [(["v1", "v0"], "smoke", 3, "arena")]
+    assert "v0, v1 are tied" in flat(out.output) or "v1, v0 are tied" in flat(out.output)
+    board = results.read(results_dir / "leaderboard.jsonl")
+    assert [e["version"] for e in board] == ["v0"] and board[0]["timing"] == timing_of(board[0])
+
+
+def test_a_submission_file_as_the_first_argument(results_dir):
+    out = cli(str(ROOT / "tests" / "submissions" / "segfault.py"), "--mode", "test", "--case", "0", "--no-record")
+    assert out.returncode == 1 and "SIGSEGV" in out.stdout
+    out = cli("my_kernel.py")
+    assert out.returncode == 2 and "my_kernel.py: no such file" in flat(out.stderr)
+    assert "No such command" not in out.stderr
+
+
+def test_pyproject_installs_the_command():
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert meta["project"]["scripts"] == {"nvfp4-arena": "run:cli"}
+    tool = meta["tool"]["setuptools"]
+    shipped = set(tool["py-modules"]) | set(tool["packages"])
+    top_level = {p.stem for p in ROOT.glob("*.py")} | {p.parent.name for p in ROOT.glob("*/__init__.py")}
+    assert top_level <= shipped, top_level - shipped
+    assert tool["dynamic"]["dependencies"] == {"file": ["requirements.txt"]}
+    needs = [line.split("#")[0].strip() for line in (ROOT / "requirements.txt").read_text().splitlines()]
+    assert "click>=8.1" in needs and not [n for n in needs if n.startswith("torch")]  # never an unpinned torch
+    from run import cli as main
+    result = CliRunner().invoke(main, ["--help"], prog_name="nvfp4-arena")
+    assert result.exit_code == 0 and "nvfp4-arena [OPTIONS] [FILE.py | COMMAND [ARGS]...]" in result.output
+
+
+def test_readme_case_examples_exist_on_a_cpu():
+    from reference.cases import cases
+    lines = [line for line in (ROOT / "README.md").read_text().splitlines() if "--case" in line and "run.py" in line]
+    assert lines
+    for line in lines:
+        task = re.search(r"--task (\w+)", line).group(1)
+        for index in re.findall(r"--case (\d+)", line):
+            assert int(index) < len(cases(task, "smoke")), line
