@@ -5,6 +5,7 @@
     python run.py --submission path/to/file.py                 # task from its #!POPCORN header
     python run.py calibrate                                    # measure this GPU's ceilings
 """
+import signal
 import sys
 from pathlib import Path
 
@@ -18,6 +19,16 @@ from reference import TASKS
 from reference.cases import leaderboards, task_config
 
 err_console = Console(stderr=True)
+
+
+def exit_on_signals():
+    """SIGTERM and Ctrl-C end the runner with one line and 143 / 130; the workers die with it
+    (harness.runner kills every live worker's process group on the way out)."""
+    def leave(signum, frame):
+        err_console.print(f"[yellow]{signal.Signals(signum).name}: stopping the workers and leaving[/]")
+        sys.exit(128 + signum)
+    signal.signal(signal.SIGTERM, leave)
+    signal.signal(signal.SIGINT, leave)
 
 
 def fail(message: str, code: int = 2):
@@ -36,7 +47,7 @@ def show_precheck(sub, console) -> list:
 
 
 def run_mode(sub, mode, shapes, timeout, record, secret_seed, console, only, guarded,
-             timing="arena") -> session.RunSummary:
+             timing="arena", keep_going=False) -> session.RunSummary:
     record_to = results.records_dir(device.describe()["name"]) / f"{sub.task}.jsonl" if record else None
     with console.status(f"{sub.task} {sub.version}: {mode}") as status:
         def on_start(job):
@@ -54,7 +65,7 @@ def run_mode(sub, mode, shapes, timeout, record, secret_seed, console, only, gua
             console.print(f"  {rec['kind']} {rec['index']} {rec['shape']} ({rec['values']}): {mark}{shown}",
                           highlight=False)
         return session.execute(sub, mode, shapes, timeout, record_to, secret_seed, on_start, on_progress, on_record,
-                               only, guarded, timing)
+                               only, guarded, timing, keep_going)
 
 
 def run_ncu(sub, mode, shapes, timeout, only, console) -> int:
@@ -151,10 +162,14 @@ class ArenaGroup(click.Group):
                    "contest: the contest's own loop and L2 clear (a 4 or 62.5 GiB randn per sample), to cross-check.")
 @click.option("--unguarded", is_flag=True, hidden=True,
               help="Turn the run-time defenses off (to measure their cost); records are marked unguarded.")
+@click.option("--keep-going", is_flag=True, help="Run the remaining cases after one hung or crashed (default: skip them).")
+@click.option("--traceback", "show_traceback", is_flag=True, help="Show whole tracebacks of failing submissions.")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout (progress goes to stderr).")
 @click.pass_context
-def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_seed, ncu, timing, unguarded, as_json):
+def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_seed, ncu, timing, unguarded, keep_going,
+        show_traceback, as_json):
     """Check and time an NVFP4 submission as the GPU MODE contest did."""
+    exit_on_signals()
     if ctx.invoked_subcommand is not None:
         return
     if not submission:
@@ -176,17 +191,21 @@ def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_se
     summaries = []
     for m in modes:
         try:
-            summary = run_mode(sub, m, shapes, timeout, not no_record, secret_seed, out, set(only), not unguarded, timing)
+            summary = run_mode(sub, m, shapes, timeout, not no_record, secret_seed, out, set(only), not unguarded, timing,
+                               keep_going)
         except ValueError as exc:
             fail(str(exc))
         summaries.append(summary)
-        report.render(summary, out)
+        report.render(summary, out, show_traceback)
+        if summary.unstored:
+            err_console.print(f"[red]records not stored:[/] {summary.unstored}", highlight=False)
         if not summary.passed:
             out.print(f"[red]{m}: not every case passed.[/]" + (" Benchmark skipped." if m == "test" and not mode else ""))
             break
     if as_json:
         click.echo(report.as_json(summaries, [vars(f) for f in findings]))
-    sys.exit(0 if all(s.passed for s in summaries) and len(summaries) == len(modes) else 1)
+    stored = not any(s.unstored for s in summaries)
+    sys.exit(0 if all(s.passed for s in summaries) and len(summaries) == len(modes) and stored else 1)
 
 
 @cli.command()
@@ -473,11 +492,15 @@ def merge(source):
     """Add the records of another machine's results folder (or a .tgz of one) to results/, once each."""
     import tarfile
     import tempfile
+    import zlib
     with tempfile.TemporaryDirectory() as tmp:
         folder = source
         if source.is_file():
-            with tarfile.open(source) as archive:
-                archive.extractall(tmp, filter="data")
+            try:
+                with tarfile.open(source) as archive:
+                    archive.extractall(tmp, filter="data")
+            except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+                fail(f"{source}: not a readable archive of records ({type(exc).__name__}: {exc}); nothing was merged.")
             found = sorted({p.parent for p in Path(tmp).rglob("*.jsonl")})
             if len(found) != 1:
                 fail(f"{source}: expected one folder of .jsonl records inside, found {len(found)}.")

@@ -25,7 +25,7 @@ CPU_SETTLE_S = 0.02  # on a CPU, time given to a deferred writer before the seco
 WATCHED = (
     "torch.cuda.Event.record", "torch.cuda.Event.elapsed_time", "torch.cuda.Event.synchronize",
     "torch.cuda.synchronize", "torch.Tensor.clone", "torch.Tensor.copy_", "torch.Tensor.zero_", "torch.randn",
-    "torch.equal", "time.perf_counter_ns", "multiprocessing.connection.Connection.send",
+    "torch.equal", "time.perf_counter_ns", "harness.channel.send",
     "harness.device.GpuDevice.flush", "harness.device.GpuDevice.contest_clear", "harness.device.GpuDevice.hold",
     "harness.device.GpuDevice.release", "harness.device.GpuDevice.start", "harness.device.GpuDevice.stop",
     "harness.device.GpuDevice.elapsed_ns", "harness.device.GpuDevice.synchronize", "harness.device.HostDevice.start",

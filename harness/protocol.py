@@ -1,7 +1,8 @@
-"""What travels between the runner and a worker, and into results/: jobs, results, messages and
-records, as dataclasses. SCHEMA is written into every record; records without it are schema 1
-(before the timing method was recorded), and their method reads as "legacy"."""
-from dataclasses import asdict, dataclass, field
+"""What travels between the runner and a worker, and into results/: jobs, results and records, as
+dataclasses (on the wire, harness.channel's JSON lines). SCHEMA is written into every record;
+records without it are schema 1 (before the timing method was recorded), and their method reads
+as "legacy"."""
+from dataclasses import asdict, dataclass, field, fields
 
 from .rules import StopRule
 
@@ -49,24 +50,23 @@ class Result:
     token: str = ""
 
 
-@dataclass
-class Ready:
-    device: dict
+def job_from_wire(data: dict) -> Job:
+    stop = data.get("stop")
+    return Job(**{**data, "stop": StopRule(**stop) if stop else None})
 
 
-@dataclass
-class Fatal:
-    result: Result
+RESULT_FIELDS = {f.name for f in fields(Result)}
 
 
-@dataclass
-class Progress:
-    text: str
+def result_from_wire(data) -> Result:
+    """A Result from a message's payload; ValueError for anything that is not one."""
+    if not isinstance(data, dict) or not isinstance(data.get("status"), str) or not set(data) <= RESULT_FIELDS:
+        raise ValueError(f"not a result: {str(data)[:80]}")
+    return Result(**data)
 
 
-@dataclass
-class Done:
-    result: Result
+def to_wire(obj) -> dict:
+    return asdict(obj)
 
 
 @dataclass

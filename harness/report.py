@@ -88,14 +88,20 @@ def host_notes(summary: RunSummary, console: Console) -> None:
                           "the contest's would.[/]", highlight=False)
 
 
-def failures(summary: RunSummary, console: Console) -> None:
+def failures(summary: RunSummary, console: Console, show_traceback: bool = False) -> None:
+    """Each distinct failure once, with the cases it hit; its traceback only with --traceback."""
+    from .worker import TRACEBACK_MARK
+    seen = {}
     for r in summary.records:
         if r["status"] != "pass" and r["message"]:
-            console.print(f"[red]{r['kind']} {r['index']} ({r['shape']}, {r['values']} values): {r['status']}[/]")
-            console.print(r["message"], markup=False, highlight=False)
+            seen.setdefault((r["status"], r["message"]), []).append(f"{r['kind']} {r['index']} ({r['values']})")
+    for (status, message), where in seen.items():
+        shown = message if show_traceback else message.split(f"\n{TRACEBACK_MARK}\n")[0]
+        console.print(f"[red]{status}[/]: {', '.join(where)}", highlight=False)
+        console.print(shown, markup=False, highlight=False)
 
 
-def render(summary: RunSummary, console: Console) -> None:
+def render(summary: RunSummary, console: Console, show_traceback: bool = False) -> None:
     if summary.mode == "test":
         console.print(test_table(summary))
     elif summary.mode == "profile":
@@ -105,7 +111,7 @@ def render(summary: RunSummary, console: Console) -> None:
     else:
         console.print(benchmark_table(summary))
         host_notes(summary, console)
-    failures(summary, console)
+    failures(summary, console, show_traceback)
 
 
 def as_json(summaries: list[RunSummary], precheck: list | None = None) -> str:

@@ -10,6 +10,7 @@ import functools
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,11 +70,15 @@ def now() -> str:
 
 
 def append(path: Path, record: dict) -> None:
+    """One whole line under an exclusive lock; it starts on a fresh line even after a torn one."""
     path.parent.mkdir(parents=True, exist_ok=True)
     line = (json.dumps(record, sort_keys=True, default=str) + "\n").encode()
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        if size and _last_byte(path, size) != b"\n":
+            line = b"\n" + line
         written = os.write(fd, line)
         if written != len(line):
             raise OSError(f"short write to {path}: {written} of {len(line)} bytes")
@@ -83,16 +88,57 @@ def append(path: Path, record: dict) -> None:
         os.close(fd)
 
 
+def _last_byte(path: Path, size: int) -> bytes:
+    with open(path, "rb") as f:
+        f.seek(size - 1)
+        return f.read(1)
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def is_record(r) -> bool:
+    """A result record as the runner writes it (any schema): the fields the views rely on, typed."""
+    return (isinstance(r, dict) and all(isinstance(r.get(k), str) for k in ("run_id", "task", "version", "mode", "status"))
+            and isinstance(r.get("index", 0), int) and (r.get("stats") is None or (
+                isinstance(r["stats"], dict) and _number(r["stats"].get("mean")))))
+
+
+def is_entry(r) -> bool:
+    """A local leaderboard entry."""
+    return (isinstance(r, dict) and isinstance(r.get("task"), str) and isinstance(r.get("version"), str)
+            and (r.get("geomean_ns") is None or _number(r["geomean_ns"])))
+
+
+def validator(path: Path):
+    return is_entry if Path(path).name == "leaderboard.jsonl" else is_record
+
+
+_warned = set()
+
+
 def read(path: Path) -> list[dict]:
-    """All well-formed records of a file (a torn last line, if any, is skipped)."""
+    """The valid records of a file. Lines that are not (a torn line, other JSON, a record with a
+    field of the wrong type) are skipped and counted in one warning per file."""
+    path = Path(path)
     if not path.exists():
         return []
-    records = []
-    for line in path.read_text().splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
+    valid, records, bad = validator(path), [], 0
+    for line in path.read_text(errors="replace").splitlines():
+        if not line.strip():
             continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            record = None
+        if valid(record):
+            records.append(record)
+        else:
+            bad += 1
+    if bad and path not in _warned:
+        _warned.add(path)
+        print(f"warning: {path}: skipped {bad} line(s) that are not records", file=sys.stderr)
     return records
 
 
@@ -101,7 +147,8 @@ def merge(source: Path, dest: Path) -> dict[str, int]:
 
     For records that come back from another machine (a device run's copy of results/): records are
     compared whole, so merging the same folder twice, or one that started from a copy of dest, adds
-    nothing twice. Returns how many records each file gained.
+    nothing twice; lines that are not records are skipped (read warns). Returns how many records
+    each file gained.
     """
     added = {}
     for src in sorted(Path(source).glob("*.jsonl")):

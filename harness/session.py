@@ -71,6 +71,7 @@ class RunSummary:
     timing: str = "arena"
     records: list = field(default_factory=list)
     device: dict = field(default_factory=dict)
+    unstored: str = ""  # why records could not be written, if they could not
 
     @property
     def passed(self) -> bool:
@@ -113,8 +114,9 @@ def make_record(sub: Submission, mode: str, job: Job, result: Result, device: di
 
 def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = None, record_to: Path | None = None,
             secret_seed: int | None = None, on_start=None, on_progress=None, on_record=None,
-            only=None, guarded: bool = True, timing: str = "arena") -> RunSummary:
-    """Run every job of the mode; records are appended to `record_to` as they finish."""
+            only=None, guarded: bool = True, timing: str = "arena", keep_going: bool = False) -> RunSummary:
+    """Run every job of the mode; records are appended to `record_to` as they finish (if that fails,
+    the run goes on and `unstored` says why)."""
     jobs = build_jobs(sub.task, mode, shapes, secret_seed, only, timing)
     summary = RunSummary(sub, mode, shapes, timing)
     run_id = uuid.uuid4().hex[:12]
@@ -129,13 +131,16 @@ def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = N
             calibration_cache[name] = sol.load_calibration(results.results_dir() / "calibration.json", name)
         rec = make_record(sub, mode, job, outcome.result, summary.device, run_id, calibration_cache[name]).to_json()
         summary.records.append(rec)
-        if record_to is not None and mode != "profile":
-            results.append(record_to, rec)
+        if record_to is not None and mode != "profile" and not summary.unstored:
+            try:
+                results.append(record_to, rec)
+            except OSError as exc:
+                summary.unstored = f"could not append to {record_to}: {exc.strerror or exc}; the run goes on, unrecorded"
         if on_record:
             on_record(rec)
 
     run_jobs(sub.task, str(sub.path), jobs, timeout_s or TIMEOUT_S[mode], on_start=on_start, on_progress=on_progress,
-             on_outcome=finished, guarded=guarded)
+             on_outcome=finished, guarded=guarded, keep_going=keep_going)
     return summary
 
 

@@ -1,20 +1,25 @@
 """The worker process: imports one submission and runs the jobs the runner sends it.
 
-It runs in a freshly spawned interpreter, so a submission that crashes, corrupts its CUDA
-context or hangs takes only this process down. Messages to the runner are harness.protocol's
-Ready, Fatal, Progress and Done; a result carries the job's token, which the runner checks.
+`python -m harness.worker --task T --jobs FD --results FD FILE...`, started by harness.runner in a
+fresh interpreter, so a submission that crashes, corrupts its CUDA context or hangs takes only
+this process down. Jobs arrive and results leave as JSON lines (harness.channel): "ready",
+"fatal", "progress" and "done"; a result carries the job's token, which the runner checks.
 
 A benchmark job: N inputs generated, the first calls checked with every per-call defense (and one
 more call on general values), then the samples of harness.timing with the defenses of
 harness.defenses around each: fresh inputs negated by a secret pattern every sample, every output
 of every sample checked, escapes, threads, persisting L2, tampering.
 """
+import argparse
+import math
 import os
 import sys
 import time
 import traceback
+from pathlib import Path
 
-from .protocol import Done, Fatal, Job, Progress, Ready, Result
+from . import channel
+from .protocol import Job, Result, job_from_wire, to_wire
 from .timing import Verdict
 
 WORKER_ENTRY_POINTS = ("harness.worker.clone_data", "harness.worker.Jobs.benchmark", "harness.worker.Jobs.test",
@@ -36,14 +41,12 @@ def clone_data(data):
 class Jobs:
     """Holds the task, the submission and the device; one method per job mode."""
 
-    def __init__(self, conn, task: str, submission_path, guarded: bool = True):
-        from pathlib import Path
-
+    def __init__(self, send, task: str, submission_path, guarded: bool = True):
         from harness import defenses, device, guard, timing  # noqa: F401 - loaded before the snapshot
         from harness.rules import task_rules
         from harness.submission import import_submission
         from reference import get_task
-        self.conn = conn
+        self.send = send  # send(kind, **payload) to the runner, or None
         self.task = get_task(task)
         self.rules = task_rules(task)
         self.guarded = guarded
@@ -63,7 +66,8 @@ class Jobs:
         self.check_integrity()
 
     def progress(self, text: str):
-        self.conn.send(Progress(text))
+        if self.send:
+            self.send("progress", text=text)
 
     def generate(self, job: Job, seed: int, values: str | None = None):
         return self.task.generate_input(**{**job.args, "seed": seed}, values=values or job.values)
@@ -222,27 +226,43 @@ class Jobs:
         torch.cuda.nvtx.range_pop()
 
 
-def main(conn, task: str, submission_path, guarded: bool = True):
-    """Entry point of the spawned process; submission_path is one path or a list of them."""
-    os.dup2(2, 1)  # the submission's prints go to stderr, keeping the runner's stdout clean
-    sys.stdout = sys.stderr
+CUDA_MISSING = ("Torch not compiled with CUDA enabled", "No CUDA GPUs are available", "Found no NVIDIA driver",
+                "no CUDA-capable device")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="nvfp4-arena worker (started by harness.runner)")
+    parser.add_argument("--task", required=True)
+    parser.add_argument("--jobs", type=int, required=True)
+    parser.add_argument("--results", type=int, required=True)
+    parser.add_argument("--unguarded", action="store_true")
+    parser.add_argument("paths", nargs="+")
+    args = parser.parse_args(argv)
+    os.set_inheritable(args.jobs, False)
+    os.set_inheritable(args.results, False)
+
+    def send(kind, **payload):
+        channel.send(args.results, kind, **payload)
+    paths = args.paths[0] if len(args.paths) == 1 else args.paths
     try:
         from harness.device import describe
-        jobs = Jobs(conn, task, submission_path, guarded)
-        conn.send(Ready(describe()))
+        jobs = Jobs(send, args.task, paths, not args.unguarded)
+        send("ready", device=describe())
     except Verdict as exc:
-        conn.send(Fatal(Result(exc.status, exc.message)))
+        send("fatal", result=to_wire(Result(exc.status, exc.message)))
         return
     except BaseException as exc:  # noqa: BLE001 - any failure to start is reported, not raised
-        conn.send(Fatal(Result("error", f"submission failed to load: {_explain(exc)}")))
+        send("fatal", result=to_wire(Result("error", f"submission failed to load: {explain(exc, args.paths)}")))
         return
+    reader = channel.Reader(args.jobs)
     while True:
         try:
-            job = conn.recv()
-        except EOFError:
+            message = reader.receive(math.inf)
+        except (channel.Closed, channel.Garbled):
             return
-        if job is None:
+        if message["kind"] != "job":
             return
+        job = job_from_wire(message["job"])
         try:
             if job.submission:
                 jobs.kernel = jobs.kernels[job.submission]
@@ -250,13 +270,29 @@ def main(conn, task: str, submission_path, guarded: bool = True):
         except Verdict as exc:
             result = Result(exc.status, exc.message)
         except BaseException as exc:  # noqa: BLE001 - the submission's exception becomes a verdict
-            result = Result("error", _explain(exc))
+            result = Result("error", explain(exc, args.paths))
         result.token = job.token
-        conn.send(Done(result))
+        send("done", result=to_wire(result))
 
 
-def _explain(exc: BaseException) -> str:
+def explain(exc: BaseException, paths: list) -> str:
+    """One paragraph: the exception, at the last line of the user's own file it passed through (the
+    whole traceback follows, for run.py --traceback, after a line of its own)."""
+    text = f"{type(exc).__name__}: {exc}".strip()
+    if any(words in str(exc) for words in CUDA_MISSING):
+        text = f"this file needs a CUDA GPU (its kernels are built for one) and this machine has none: {text}"
+    own = {str(Path(p).resolve()) for p in paths}
     frames = traceback.extract_tb(exc.__traceback__)
-    where = next((f for f in reversed(frames) if "submission" in f.filename or "/submissions/" in f.filename), None)
-    at = f" (at {os.path.basename(where.filename)}:{where.lineno})" if where else ""
-    return f"{type(exc).__name__}: {exc}{at}".strip()
+    if isinstance(exc, SyntaxError) and exc.filename and str(Path(exc.filename).resolve()) in own:
+        where = f" (at {Path(exc.filename).name}:{exc.lineno})"
+    else:
+        frame = next((f for f in reversed(frames) if str(Path(f.filename).resolve()) in own), None)
+        where = f" (at {Path(frame.filename).name}:{frame.lineno}: {frame.line})" if frame else ""
+    full = "".join(traceback.format_exception(exc))
+    return f"{text}{where}\n{TRACEBACK_MARK}\n{full}"
+
+
+TRACEBACK_MARK = "--- traceback ---"
+
+if __name__ == "__main__":
+    main()

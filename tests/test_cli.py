@@ -55,8 +55,8 @@ def test_hanging_submission_is_killed_at_its_timeout(results_dir):
                          "--case", "0", "--timeout", "3")
     assert proc.returncode == 1
     recs = out[0]["records"]
-    assert [r["status"] for r in recs] == ["timeout", "timeout"]
-    assert "3 s" in recs[0]["message"]
+    assert [r["status"] for r in recs] == ["timeout", "skipped"]  # one hang costs one timeout, not one per case
+    assert "3 s" in recs[0]["message"] and "earlier case hung" in recs[1]["message"]
     assert len(records(results_dir, "gemv")) == 2
 
 
@@ -66,9 +66,10 @@ def test_crashes_are_verdicts_and_later_shapes_still_run(results_dir):
         proc, out = run_json("--task", "gemm", "--submission", str(SUBS / name), "--mode", "test", "--case", "0")
         assert proc.returncode == 1, name
         recs = out[0]["records"]
-        assert {r["status"] for r in recs} == {verdict}, (name, recs)
+        assert recs[0]["status"] == verdict and {r["status"] for r in recs} <= {verdict, "skipped"}, (name, recs)
         assert words in recs[0]["message"], (name, recs[0]["message"])
-    proc, out = run_json("--task", "gemm", "--submission", str(SUBS / "crash_second_shape.py"), "--mode", "test")
+    proc, out = run_json("--task", "gemm", "--submission", str(SUBS / "crash_second_shape.py"), "--mode", "test",
+                         "--keep-going")
     statuses = [(r["index"], r["values"], r["status"]) for r in out[0]["records"]]
     assert statuses == [(0, "contest", "pass"), (1, "contest", "crash"), (0, "general", "pass"),
                         (1, "general", "crash")]

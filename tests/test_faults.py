@@ -1,0 +1,194 @@
+"""Fault injection: what a submission, a signal or a bad file can do to the runner. Each case asserts
+the verdict, the exit code, that no worker process is left behind, and that earlier records stay."""
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import results
+
+ROOT = Path(__file__).resolve().parent.parent
+FAULTS = Path(__file__).resolve().parent / "faults"
+EARLIER = {"run_id": "earlier", "task": "gemm", "version": "v0", "mode": "benchmark", "status": "pass", "index": 0,
+           "kind": "smoke", "stats": {"mean": 1.0}}
+
+
+def processes_with(marker: str) -> list[int]:
+    """PIDs of live processes whose command line mentions `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+                state = (entry / "stat").read_text().split(")")[-1].split()[0]
+            except OSError:
+                continue
+            if marker in cmdline and "harness.worker" in cmdline and state != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def run(*args, timeout=300, env=None):
+    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, timeout=timeout,
+                          cwd=ROOT, env={**os.environ, **(env or {})})
+
+
+def with_earlier_record(results_dir: Path) -> Path:
+    path = results_dir / "gemm.jsonl"
+    results.append(path, EARLIER)
+    return path
+
+
+def assert_no_worker_left(marker: str):
+    deadline = time.monotonic() + 10
+    while processes_with(marker) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert processes_with(marker) == []
+
+
+def test_garbage_on_every_file_descriptor_is_a_verdict_within_the_timeout(results_dir):
+    path = with_earlier_record(results_dir)
+    start = time.monotonic()
+    proc = run("--task", "gemm", "--submission", str(FAULTS / "garbage_everywhere.py"), "--mode", "test", "--case",
+               "0", "--timeout", "20", "--json")
+    assert time.monotonic() - start < 90
+    assert proc.returncode == 1
+    first = json.loads(proc.stdout)[0]["records"][0]  # the runner's stdout stays clean JSON
+    assert first["status"] == "tampered" and "result channel" in first["message"]
+    assert b"resource_tracker" not in proc.stderr and b"Traceback" not in proc.stderr
+    assert_no_worker_left("garbage_everywhere.py")
+    assert results.read(path)[0] == EARLIER
+
+
+def test_worker_killed_mid_sample(results_dir):
+    path = with_earlier_record(results_dir)
+    proc = run("--task", "gemm", "--submission", str(FAULTS / "killed_mid_sample.py"), "--mode", "benchmark",
+               "--case", "0", "--json")
+    assert proc.returncode == 1
+    record = json.loads(proc.stdout)[0]["records"][0]  # killed in the (unrecorded) warm-up: this case says so
+    assert record["status"] == "crash" and "SIGKILL" in record["message"] and "warm-up" in record["message"]
+    assert_no_worker_left("killed_mid_sample.py")
+    stored = results.read(path)
+    assert stored[0] == EARLIER and stored[1]["status"] == "crash"
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signalled_runner_takes_its_worker_with_it(results_dir, signum, code):
+    path = with_earlier_record(results_dir)
+    proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
+                             str(FAULTS / "sleeps.py"), "--mode", "test", "--timeout", "600"],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while not processes_with("sleeps.py") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    workers = processes_with("sleeps.py")
+    assert workers, "the worker never started"
+    time.sleep(1.0)
+    proc.send_signal(signum)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == code
+    assert b"Traceback" not in err and signal.Signals(signum).name.encode() in err
+    assert_no_worker_left("sleeps.py")
+    assert results.read(path) == [EARLIER]
+
+
+def test_unwritable_results_are_reported_and_the_run_goes_on(tmp_path):
+    blocker = tmp_path / "not_a_folder"
+    blocker.write_text("a file where the results folder should be\n")
+    proc = run("--task", "gemv", "--submission", "v0", "--mode", "test", "--case", "0",
+               env={"NVFP4_ARENA_RESULTS": str(blocker / "results")})
+    assert proc.returncode == 1
+    assert b"records not stored" in proc.stderr and b"Traceback" not in proc.stderr
+    assert b"pass" in proc.stdout  # the table of the run is still shown
+    assert blocker.read_text() == "a file where the results folder should be\n"
+
+
+def _append_many(path: str, writer: int):
+    for i in range(200):
+        results.append(Path(path), {**EARLIER, "run_id": f"w{writer}-{i}", "message": "x" * (i * 37 % 5000)})
+
+
+def test_eight_runners_append_at_once_after_a_torn_line(tmp_path):
+    path = tmp_path / "gemm.jsonl"
+    results.append(path, EARLIER)
+    with open(path, "a") as f:
+        f.write('{"run_id": "torn", "task": "ge')  # a writer that died mid-line
+    ctx = multiprocessing.get_context("spawn")
+    writers = [ctx.Process(target=_append_many, args=(str(path), w)) for w in range(8)]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join(120)
+        assert w.exitcode == 0
+    stored = results.read(path)
+    assert stored[0] == EARLIER and len(stored) == 1 + 8 * 200
+    assert len({r["run_id"] for r in stored}) == len(stored)
+    assert len(path.read_text().splitlines()) == 2 + 8 * 200  # the torn line alone on its line
+
+
+def test_a_gigabyte_of_output_neither_blocks_nor_floods(results_dir):
+    proc = run("--task", "gemm", "--submission", str(FAULTS / "stdout_flood.py"), "--mode", "test", "--case", "0")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert len(proc.stderr) < 3 << 20 and b"were dropped" in proc.stderr
+    assert_no_worker_left("stdout_flood.py")
+
+
+def test_bad_record_lines_are_skipped_by_every_view(results_dir):
+    results_dir.mkdir(parents=True)
+    good = [json.loads(line) for line in (ROOT / "results" / "gemv.jsonl").read_text().splitlines()]
+    run_id = next(r["run_id"] for r in good if r["mode"] == "benchmark" and r["kind"] == "benchmarks")
+    lines = [json.dumps(r) for r in good if r["run_id"] == run_id]
+    bad = ["[1, 2, 3]", json.dumps({"task": "gemv", "version": "v0"}),
+           json.dumps({**json.loads(lines[0]), "stats": {"mean": "fast"}}), '"a string"', "{not json"]
+    path = results_dir / "gemv.jsonl"
+    path.write_text("\n".join(lines + bad) + '\n{"run_id": "torn", "ta')
+    (results_dir / "leaderboard.jsonl").write_text('[1]\n{"task": "gemv", "version": "v0", "geomean_ns": "x"}\n')
+    for args in (["list", "--task", "gemv", "--timing", "legacy"], ["diff", "--task", "gemv", "--timing", "legacy",
+                                                                    good[0]["version"], good[0]["version"]],
+                 ["leaderboard"], ["plot", "--task", "gemv", "--timing", "legacy"]):
+        proc = run(*args)
+        assert b"Traceback" not in proc.stderr, (args, proc.stderr[-3000:])
+        assert proc.returncode in (0, 1), args
+        assert proc.stderr.count(b"skipped") <= 2, (args, proc.stderr)
+    results.append(path, EARLIER)  # starts on a fresh line after the torn one
+    stored = results.read(path)
+    assert stored[-1] == EARLIER and len(stored) == len(lines) + 1
+
+
+def test_merge_refuses_a_bad_archive_and_skips_bad_lines(results_dir, tmp_path):
+    results_dir.mkdir(parents=True)
+    broken = tmp_path / "broken.tgz"
+    source = tmp_path / "from_device" / "results"
+    source.mkdir(parents=True)
+    (source / "gemm.jsonl").write_text(json.dumps(EARLIER) + "\n[1, 2, 3]\n")
+    with tarfile.open(tmp_path / "good.tgz", "w:gz") as archive:
+        archive.add(source, arcname="results")
+    data = (tmp_path / "good.tgz").read_bytes()
+    broken.write_bytes(data[: len(data) // 2])
+    proc = run("merge", str(broken))
+    assert proc.returncode == 2 and b"not a readable archive" in proc.stderr and b"Traceback" not in proc.stderr
+    assert not (results_dir / "gemm.jsonl").exists()
+    proc = run("merge", str(tmp_path / "good.tgz"))
+    assert proc.returncode == 0, proc.stderr
+    assert results.read(results_dir / "gemm.jsonl") == [EARLIER]
+
+
+def test_errors_point_at_the_users_own_line_once(results_dir):
+    proc = run("--task", "gemm", "--submission", str(FAULTS / "raises_at_import.py"), "--mode", "test")
+    out = proc.stdout.decode()
+    assert proc.returncode == 1 and "(at raises_at_import.py:5" in out and "submission.py" not in out
+    paragraphs = [line for line in out.splitlines() if line.startswith("submission failed to load")]
+    assert len(paragraphs) == 1 and "ValueError: broken at import" in paragraphs[0]  # four cases, one paragraph
+    proc = run("--task", "gemm", "--submission", str(FAULTS / "raises_in_kernel.py"), "--mode", "test", "--case", "0")
+    assert "(at raises_in_kernel.py:5: return c.missing_attribute)" in proc.stdout.decode()
+    assert "Traceback (most recent call last)" not in proc.stdout.decode()
+    proc = run("--task", "gemm", "--submission", str(FAULTS / "raises_in_kernel.py"), "--mode", "test", "--case", "0",
+               "--traceback")
+    assert "Traceback (most recent call last)" in proc.stdout.decode()
