@@ -305,9 +305,16 @@ def diff(task, all_versions, gpu, timing, as_json, smoke, measure, rounds, shape
     report.console().print(frame_table(view.table, view.scope.title(what)))
 
 
-def measuring(timing: str) -> str:
-    """The method a fresh measurement uses for a view of `timing` records (legacy ones: the default)."""
-    return timing if timing in TIMINGS else "arena"
+def measure_now(subs, shapes, rounds, timing, what: str, failed: str) -> dict:
+    """Interleaved rounds in one worker (harness.session.measure_interleaved) with a status line; a view
+    of legacy records measures with the default timing. Stops with `failed` and the reason on failure."""
+    from harness.session import measure_interleaved
+    with err_console.status(what) as status:
+        try:
+            return measure_interleaved(subs, shapes, rounds, lambda r, v: status.update(f"round {r}/{rounds}: {v} done"),
+                                       timing=timing if timing in TIMINGS else "arena")
+        except RuntimeError as exc:
+            fail(f"{failed}{exc}", code=1)
 
 
 def diff_measured(task, names, shapes, rounds, as_json=False, timing="arena") -> int:
@@ -315,7 +322,6 @@ def diff_measured(task, names, shapes, rounds, as_json=False, timing="arena") ->
     import pandas as pd
 
     from harness.compare import geomean_ratio_ci, ratio_ci, verdict
-    from harness.session import measure_interleaved
     if len(names) < 2:
         fail("--measure compares at least two versions.")
     try:
@@ -324,13 +330,7 @@ def diff_measured(task, names, shapes, rounds, as_json=False, timing="arena") ->
         fail(str(exc))
     for i, s in enumerate(subs):  # the same file named twice is still two entries
         s.version = f"{s.version}#{i}" if [t.path for t in subs].count(s.path) > 1 else s.version
-    with err_console.status("measuring") as status:
-        try:
-            pooled = measure_interleaved(subs, shapes, rounds,
-                                         lambda r, v: status.update(f"round {r}/{rounds}: {v} done"),
-                                         timing=measuring(timing))
-        except RuntimeError as exc:
-            fail(str(exc), code=1)
+    pooled = measure_now(subs, shapes, rounds, timing, "measuring", "")
     base = subs[0].version
     rows = []
     indices = sorted(pooled[base])
@@ -362,7 +362,6 @@ def choose_best(task, shapes, timing, candidates, rounds, console):
     measured again, interleaved in one worker, and the winner is decided by paired intervals."""
     from harness.best import decide
     from harness.lineage import ranked, scoped, versions
-    from harness.session import measure_interleaved
     gpu = device.describe()["name"]
     scope, df = answer(scoped, task, gpu, timing, "benchmarks" if shapes == "contest" else "smoke")
     lineage = {v.name for v in versions(task)}
@@ -374,13 +373,8 @@ def choose_best(task, shapes, timing, candidates, rounds, console):
     if len(top) == 1:
         return top[0], None
     subs = [resolve(name, task, leaderboards()) for name in top]
-    with err_console.status("measuring the candidates") as status:
-        try:
-            pooled = measure_interleaved(subs, shapes, rounds,
-                                         lambda r, v: status.update(f"round {r}/{rounds}: {v} done"),
-                                         timing=measuring(timing))
-        except RuntimeError as exc:
-            fail(f"re-measuring the candidates failed, nothing was submitted: {exc}", code=1)
+    pooled = measure_now(subs, shapes, rounds, timing, "measuring the candidates",
+                         "re-measuring the candidates failed, nothing was submitted: ")
     decision = decide(pooled)
     import pandas as pd
     console.print(frame_table(pd.DataFrame([{

@@ -100,7 +100,7 @@ def _number(x) -> bool:
 
 def is_record(r) -> bool:
     """A result record as the runner writes it (any schema): the fields the views rely on, typed."""
-    return (isinstance(r, dict) and all(isinstance(r.get(k), str) for k in ("run_id", "task", "version", "mode", "status"))
+    return (isinstance(r, dict) and all(isinstance(r.get(k), str) for k in ("run_id", "version", "mode", "status"))
             and isinstance(r.get("index", 0), int) and (r.get("stats") is None or (
                 isinstance(r["stats"], dict) and _number(r["stats"].get("mean")))))
 

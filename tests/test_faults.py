@@ -40,6 +40,19 @@ def run(*args, timeout=300, env=None):
                           cwd=ROOT, env={**os.environ, **(env or {})})
 
 
+def start_sleeping_runner(stdout, stderr) -> subprocess.Popen:
+    """run.py on a submission whose call never returns, once its worker is up."""
+    proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
+                             str(FAULTS / "sleeps.py"), "--mode", "test", "--timeout", "600"],
+                            cwd=ROOT, stdout=stdout, stderr=stderr)
+    deadline = time.monotonic() + 120
+    while not processes_with("sleeps.py") and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert processes_with("sleeps.py"), "the worker never started"
+    time.sleep(1.0)
+    return proc
+
+
 def with_earlier_record(results_dir: Path) -> Path:
     path = results_dir / "gemm.jsonl"
     results.append(path, EARLIER)
@@ -82,21 +95,20 @@ def test_worker_killed_mid_sample(results_dir):
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
 def test_signalled_runner_takes_its_worker_with_it(results_dir, signum, code):
     path = with_earlier_record(results_dir)
-    proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
-                             str(FAULTS / "sleeps.py"), "--mode", "test", "--timeout", "600"],
-                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.monotonic() + 120
-    while not processes_with("sleeps.py") and time.monotonic() < deadline:
-        time.sleep(0.2)
-    workers = processes_with("sleeps.py")
-    assert workers, "the worker never started"
-    time.sleep(1.0)
+    proc = start_sleeping_runner(subprocess.PIPE, subprocess.PIPE)
     proc.send_signal(signum)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == code
     assert b"Traceback" not in err and signal.Signals(signum).name.encode() in err
     assert_no_worker_left("sleeps.py")
     assert results.read(path) == [EARLIER]
+
+
+def test_a_runner_killed_outright_takes_its_worker_with_it(results_dir):
+    proc = start_sleeping_runner(subprocess.DEVNULL, subprocess.DEVNULL)
+    proc.kill()  # no handler runs: the parent-death signal does the work
+    proc.wait(30)
+    assert_no_worker_left("sleeps.py")
 
 
 def test_unwritable_results_are_reported_and_the_run_goes_on(tmp_path):

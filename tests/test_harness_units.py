@@ -72,7 +72,8 @@ def test_sol_matches_issue_targets_on_h200():
 def test_results_append_is_whole_lines(tmp_path):
     path = tmp_path / "r.jsonl"
     for i in range(3):
-        results.append(path, {"i": i, "text": "line\nbreak"})
+        results.append(path, {"run_id": "r", "version": "v0", "mode": "test", "status": "pass", "i": i,
+                              "text": "line\nbreak"})
     with open(path, "a") as f:
         f.write('{"torn": ')  # a writer that died mid-line
     assert [r["i"] for r in results.read(path)] == [0, 1, 2]
