@@ -29,7 +29,7 @@ def slug(gpu: str) -> str:
 
 
 def chart_path(out_dir: Path, scope: Scope, what: str) -> Path:
-    return out_dir / f"{scope.task}_{slug(scope.gpu)}_{scope.timing}_{scope.shape_set}_{what}.png"
+    return out_dir / f"{scope.task}_{slug(scope.gpu)}_{scope.timing}_{scope.kind}_{what}.png"  # kind: benchmarks | smoke
 
 
 def tick_labels(order) -> tuple[list[str], dict]:

@@ -99,7 +99,7 @@ def test_plot_writes_pngs(results_dir):
           + [record("v1", "b", i, 90.0 * (i + 1)) | {"flops": 2e9, "bytes": 1e8} for i in range(3)])
     out = cli("plot", "--task", "gemv", "--timing", "legacy")
     assert out.returncode == 0, out.stderr
-    for name in ("gemv_h200_legacy_contest_lineage.png", "gemv_h200_legacy_contest_roofline.png"):
+    for name in ("gemv_h200_legacy_benchmarks_lineage.png", "gemv_h200_legacy_benchmarks_roofline.png"):
         data = (results_dir / "plots" / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
 

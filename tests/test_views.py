@@ -169,7 +169,7 @@ def test_plots_keep_one_file_per_gpu_timing_and_shape_set(results_dir):
     smoke = json.loads(cli("plot", "--task", "gemv", "--smoke", "--json").stdout)["paths"]
     names = sorted(Path(p).name for p in contest + smoke)
     assert names == ["gemv_cpu_arena_smoke_lineage.png", "gemv_cpu_arena_smoke_roofline.png",
-                     "gemv_h200_arena_contest_lineage.png", "gemv_h200_arena_contest_roofline.png"]
+                     "gemv_h200_arena_benchmarks_lineage.png", "gemv_h200_arena_benchmarks_roofline.png"]
     for p in contest + smoke:
         assert Path(p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
