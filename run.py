@@ -544,7 +544,8 @@ def sweep(tasks, versions, mode, gpus, cpu_lanes, ray_address, shapes, timing, c
 def show_sweep(result, out) -> None:
     import pandas as pd
     rows = pd.DataFrame(result.rows())
-    out.print(frame_table(rows, f"sweep: {len(rows)} job(s), {result.attempts} tries, {result.wall_s:,.1f} s"))
+    tries = f"{result.attempts} tr{'y' if result.attempts == 1 else 'ies'}"
+    out.print(frame_table(rows, f"sweep: {len(rows)} job(s), {tries}, {result.wall_s:,.1f} s"))
     counts = ", ".join(f"{n} {status}" for status, n in rows["status"].value_counts().items())
     serial = sum(a.wall_s for a in result.outcomes)
     out.print(f"{counts}; the jobs' own wall times add up to {serial:,.1f} s, the sweep took {result.wall_s:,.1f} s "
