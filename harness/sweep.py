@@ -194,7 +194,10 @@ def judge(job: SweepJob, lane: str, returncode: int, stdout: str, stderr: str, w
     attempt = Attempt(job, lane, "lost", wall_s=wall_s, number=job.attempts)
     summaries = parse_summaries(stdout)
     if returncode < 0:
-        attempt.message = f"killed by {signal.Signals(-returncode).name}"
+        try:
+            attempt.message = f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            attempt.message = f"killed by signal {-returncode}"
         return attempt
     if summaries is None:
         said = [line for line in stderr.strip().splitlines() if line.strip()]
@@ -223,7 +226,7 @@ def run_attempt(job: SweepJob, lane: str, env: dict, options: Options, on_line=N
     """Run one job's run.py process to its end (or its time limit) and judge it."""
     started = time.monotonic()
     proc = subprocess.Popen(options.command(job), cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
     if on_spawn:
         on_spawn(proc)
     said = []
@@ -309,12 +312,11 @@ class JobQueue:
             self._cv.notify_all()
             return True
 
-    def stop(self) -> list[SweepJob]:
-        """No lane takes another job; returns the jobs still waiting."""
+    def stop(self) -> None:
+        """No lane takes another job."""
         with self._cv:
             self._stopped = True
             self._cv.notify_all()
-            return list(self._waiting)
 
 
 def local_events(jobs: list[SweepJob], lanes: list[Lane], options: Options):
@@ -327,9 +329,12 @@ def local_events(jobs: list[SweepJob], lanes: list[Lane], options: Options):
         lost_in_row = 0
         while (job := queue.take(lane.name)) is not None:
             events.put(Started(lane.name, job))
-            attempt = run_attempt(job, lane.name, lane.env, options,
-                                  on_line=lambda text: events.put(Progress(lane.name, text)),
-                                  on_spawn=lambda proc: running.__setitem__(lane.name, proc))
+            try:
+                attempt = run_attempt(job, lane.name, lane.env, options,
+                                      on_line=lambda text: events.put(Progress(lane.name, text)),
+                                      on_spawn=lambda proc: running.__setitem__(lane.name, proc))
+            except OSError as exc:  # the process could not even start here
+                attempt = Attempt(job, lane.name, "lost", number=job.attempts, message=f"could not start: {exc}")
             running.pop(lane.name, None)
             queue.settle(attempt)
             events.put(Finished(attempt))
@@ -347,8 +352,6 @@ def local_events(jobs: list[SweepJob], lanes: list[Lane], options: Options):
                 yield events.get(timeout=0.2)
             except Empty:
                 continue
-        for job in queue.stop():
-            yield Finished(Attempt(job, "-", "lost", number=job.attempts, message="not run: every lane was retired"))
     finally:  # interrupted (or done): no new job starts, and running ones are killed
         queue.stop()
         for proc in list(running.values()):
@@ -397,7 +400,7 @@ def drive(events, device_name: str, on_event=None) -> SweepResult:
     try:
         for event in events:
             if isinstance(event, Finished):
-                tries += event.attempt.lane != "-"
+                tries += 1
                 if event.attempt.final:
                     append_records(event.attempt, device_name)
                     outcomes.append(event.attempt)
