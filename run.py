@@ -506,5 +506,70 @@ def merge(source):
         report.console().print(f"{name}: {count} new records")
 
 
+@cli.command()
+@click.option("--task", "tasks", multiple=True, required=True, type=click.Choice([*TASKS, "all"]),
+              help="Lineage to sweep (repeatable), or all of them.")
+@click.option("--versions", default="all", show_default=True, help="all, a range v0..v26, a list v3,v5,v9, or a mix.")
+@click.option("--mode", type=click.Choice(["benchmark", "test", "leaderboard", "auto"]), default="benchmark",
+              show_default=True, help="auto: test, then benchmark if every test passes (run.py's default).")
+@click.option("--gpus", help="GPUs to use, one lane each: all (default) or numbers such as 0,1.")
+@click.option("--lanes", "cpu_lanes", type=click.IntRange(1), help="N lanes without a GPU (CPU machines, tests).")
+@click.option("--ray", "ray_address",
+              help="Run on a Ray cluster instead: its address, auto, or local (needs pip install -e .[ray]).")
+@click.option("--shapes", type=click.Choice(["auto", "contest", "smoke"]), default="auto", show_default=True)
+@click.option("--timing", type=click.Choice(TIMINGS), default="arena", show_default=True)
+@click.option("--timeout", "case_timeout", type=float, help="Seconds one case may take (default per mode).")
+@click.option("--job-timeout", type=float, default=3600, show_default=True,
+              help="Seconds one version's whole run may take before it is killed and counted as lost.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON on stdout (progress goes to stderr).")
+def sweep(tasks, versions, mode, gpus, cpu_lanes, ray_address, shapes, timing, case_timeout, job_timeout, as_json):
+    """Run many versions at once, one lane per GPU (or on a Ray cluster): a shared queue, records
+    appended by this process alone, lost jobs retried on another lane, a summary at the end."""
+    import os
+
+    from harness import sweep as sw
+    chosen = TASKS if "all" in tasks else list(dict.fromkeys(tasks))
+    try:
+        jobs = sw.make_jobs((t, v) for t in chosen for v in sw.parse_versions(t, versions))
+        options = sw.Options(mode, shapes, timing, case_timeout, job_timeout)
+        if ray_address:
+            if gpus or cpu_lanes:
+                raise sw.SweepError("--ray places jobs on the cluster's GPUs: drop --gpus and --lanes.")
+            from harness.sweep_ray import ray_events
+            lanes, events = [], ray_events(jobs, ray_address, options)
+        else:
+            import torch
+            count = torch.cuda.device_count() if device.has_gpu() else 0
+            lanes = sw.make_lanes(gpus, cpu_lanes, count, os.environ.get("CUDA_VISIBLE_DEVICES"))
+            events = sw.local_events(jobs, lanes, options)
+        out = report.console(stderr=as_json)
+        where = f"Ray at {ray_address}" if ray_address else f"{len(lanes)} lane(s): {', '.join(l.name for l in lanes)}"
+        out.print(f"sweep: {len(jobs)} job(s), {mode} mode, on {where}", highlight=False)
+        with sw.SweepView(out, [l.name for l in lanes], len(jobs)) as view:
+            result = sw.drive(events, device.describe()["name"], view)
+    except sw.SweepError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        fail("interrupted: running jobs were killed; records of the jobs that had finished are kept.", code=130)
+    if as_json:
+        emit_json(result.as_json())
+    else:
+        show_sweep(result, out)
+    sys.exit(0 if result.passed else 1)
+
+
+def show_sweep(result, out) -> None:
+    import pandas as pd
+    rows = pd.DataFrame(result.rows())
+    tries = f"{result.attempts} tr{'y' if result.attempts == 1 else 'ies'}"
+    out.print(frame_table(rows, f"sweep: {len(rows)} job(s), {tries}, {result.wall_s:,.1f} s"))
+    counts = ", ".join(f"{n} {status}" for status, n in rows["status"].value_counts().items())
+    serial = sum(a.wall_s for a in result.outcomes)
+    out.print(f"{counts}; the jobs' own wall times add up to {serial:,.1f} s, the sweep took {result.wall_s:,.1f} s "
+              f"(x{serial / max(result.wall_s, 1e-9):,.2f})", highlight=False)
+    for r in result.retired:
+        out.print(f"[yellow]{r.lane} was retired: {r.why}[/]", highlight=False)
+
+
 if __name__ == "__main__":
     cli()
