@@ -13,7 +13,6 @@ of every sample checked, escapes, threads, persisting L2, tampering.
 import argparse
 import math
 import os
-import sys
 import time
 import traceback
 from pathlib import Path
@@ -56,7 +55,9 @@ class Jobs:
             self.trap.install()
         self.integrity = guard.Integrity(self.task, WORKER_ENTRY_POINTS)  # before the submission's code runs
         self.device.reset_persisting_l2()
-        self.l2_baseline = self.device.persisting_l2_limit()  # as the driver reports it before any submission code
+        # as the driver reports it before any submission code
+        self.l2_watch = defenses.PersistingL2(self.device, self.device.persisting_l2_limit())
+        self.integrity_watch = defenses.IntegrityWatch(self.integrity)
         self.noise_ns = defenses.EscapeWatch.host_noise_ns(self.device)
         paths = [submission_path] if isinstance(submission_path, str) else list(submission_path)
         # Several files share one worker only for `diff --measure` (one's own versions, compared under the
@@ -77,9 +78,9 @@ class Jobs:
         return [abc[2] for abc in data[0]] if isinstance(data[0], list) else [data[-1]]
 
     def check_integrity(self):
-        replaced = self.integrity.replaced()
-        if replaced:
-            raise Verdict("tampered", "the submission replaced harness or torch functions: " + ", ".join(replaced))
+        tampered = self.integrity_watch.after_sample(None)
+        if tampered:
+            raise Verdict(*tampered)
 
     def guarded_call(self, data, original=None):
         """One untimed call with every per-call defense; returns (output, host ns until its stream is done)."""
@@ -98,11 +99,7 @@ class Jobs:
             raise Verdict("fail", problem)
         probe = guard.DeferredWriteProbe(out)  # waits for the current stream only
         elapsed = time.perf_counter_ns() - t0
-        l2 = self.device.persisting_l2_limit()
-        l2_changed = "" if l2 == self.l2_baseline else (
-            f"the submission changed the persisting-L2 cache limit (cudaLimitPersistingL2CacheSize: "
-            f"{self.l2_baseline} -> {l2} bytes)")
-        for check in (probe.changed(), guard.new_threads(before), l2_changed, self.trap.verdict()):
+        for check in (probe.changed(), guard.new_threads(before), self.l2_watch.after_sample(None), self.trap.verdict()):
             if check:
                 raise Verdict("fail", check)
         if original is not None:
@@ -178,8 +175,8 @@ class Jobs:
         watch = [] if not self.guarded else [
             defenses.ReferenceCalls(self.trap), defenses.ThreadWatch(),
             *([defenses.EscapeWatch(self.noise_ns)] if self.device.gpu else []),
-            defenses.OutputObjects(self.outputs_allowed), defenses.PersistingL2(self.device, self.l2_baseline),
-            defenses.OutputValues(expected, self.compare_all), defenses.IntegrityWatch(self.integrity), unchanged]
+            defenses.OutputObjects(self.outputs_allowed), self.l2_watch,
+            defenses.OutputValues(expected, self.compare_all), self.integrity_watch, unchanged]
 
         def on_sample(timing):
             if len(timing.durations) % 10 == 0:
