@@ -54,12 +54,15 @@ def _death_message(code: int | None) -> str:
     return f"crashed: the worker process exited with code {code} before reporting a result"
 
 
-def _die_with_parent():
-    """In the child before exec: SIGKILL when the runner dies, however it dies (Linux)."""
+def die_with_parent(parent: int):
+    """Called first thing in the worker: SIGKILL when the runner dies, however it dies (Linux); and if
+    the runner is already gone, leave at once."""
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:
         pass
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 class _Output(threading.Thread):
@@ -90,10 +93,10 @@ class Worker:
         job_r, self.job_w = os.pipe()
         result_r, result_w = os.pipe()
         command = [sys.executable, "-m", "harness.worker", "--task", task, "--jobs", str(job_r),
-                   "--results", str(result_w), *([] if guarded else ["--unguarded"]), *paths]
+                   "--results", str(result_w), "--parent", str(os.getpid()), *([] if guarded else ["--unguarded"]),
+                   *paths]
         self.process = subprocess.Popen(command, cwd=ROOT, pass_fds=(job_r, result_w), stdin=subprocess.DEVNULL,
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
-                                        preexec_fn=_die_with_parent)
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         os.close(job_r)
         os.close(result_w)
         _LIVE.add(self)

@@ -232,9 +232,12 @@ def main(argv=None):
     parser.add_argument("--task", required=True)
     parser.add_argument("--jobs", type=int, required=True)
     parser.add_argument("--results", type=int, required=True)
+    parser.add_argument("--parent", type=int, required=True)
     parser.add_argument("--unguarded", action="store_true")
     parser.add_argument("paths", nargs="+")
     args = parser.parse_args(argv)
+    from harness.runner import die_with_parent
+    die_with_parent(args.parent)
     os.set_inheritable(args.jobs, False)
     os.set_inheritable(args.results, False)
 
