@@ -157,7 +157,7 @@ class ArenaGroup(click.Group):
 @click.option("--no-record", is_flag=True, help="Do not append records to results/.")
 @click.option("--seed", "secret_seed", type=int, help="Leaderboard mode: secret seed (default: a fresh random one).")
 @click.option("--ncu", is_flag=True, help="Profile mode: run each benchmark shape under Nsight Compute instead.")
-@click.option("--timing", type=click.Choice(TIMINGS), default="arena", show_default=True,
+@click.option("--timing", type=click.Choice(TIMINGS), default=results.DEFAULT_TIMING, show_default=True,
               help="arena: 4x-L2 flush, then a hold that hides the host's queueing as the contest's clear does; "
                    "contest: the contest's own loop and L2 clear (a 4 or 62.5 GiB randn per sample), to cross-check.")
 @click.option("--unguarded", is_flag=True, hidden=True,
@@ -312,7 +312,7 @@ def measure_now(subs, shapes, rounds, timing, what: str, failed: str) -> dict:
     with err_console.status(what) as status:
         try:
             return measure_interleaved(subs, shapes, rounds, lambda r, v: status.update(f"round {r}/{rounds}: {v} done"),
-                                       timing=timing if timing in TIMINGS else "arena")
+                                       timing=timing if timing in TIMINGS else results.DEFAULT_TIMING)
         except RuntimeError as exc:
             fail(f"{failed}{exc}", code=1)
 
@@ -517,7 +517,7 @@ def merge(source):
 @click.option("--ray", "ray_address",
               help="Run on a Ray cluster instead: its address, auto, or local (needs pip install -e .[ray]).")
 @click.option("--shapes", type=click.Choice(["auto", "contest", "smoke"]), default="auto", show_default=True)
-@click.option("--timing", type=click.Choice(TIMINGS), default="arena", show_default=True)
+@click.option("--timing", type=click.Choice(TIMINGS), default=results.DEFAULT_TIMING, show_default=True)
 @click.option("--timeout", "case_timeout", type=float, help="Seconds one case may take (default per mode).")
 @click.option("--job-timeout", type=float, default=3600, show_default=True,
               help="Seconds one version's whole run may take before it is killed and counted as lost.")
