@@ -76,9 +76,10 @@ def host_notes(summary: RunSummary, console: Console) -> None:
     """What a host-bound shape or a timed-out hold means for the contest's number."""
     bound = [r for r in summary.records if r.get("host_bound")]
     if bound:
+        clear = next((r["hold_timeout_ns"] for r in bound if r.get("hold_timeout_ns")), None)
         console.print(f"[yellow]host-bound[/] ({', '.join(str(r['index']) for r in bound)}): queueing a call takes the host "
                       "longer than the GPU takes to run it. The contest hides it only while N calls x host time stay "
-                      "under its L2 clear (about 37 ms for gemm, dual and group GEMM on an H200); beyond that, or on "
+                      f"under its L2 clear{f' ({clear / 1e6:.1f} ms on this GPU)' if clear else ''}; beyond that, or on "
                       "a busier host, the host time shows in the contest's number.", highlight=False)
     for r in summary.records:
         if r.get("hold_timeouts"):
