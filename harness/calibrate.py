@@ -46,10 +46,9 @@ def flush_us(device: GpuDevice) -> float:
     return _median_ms(device.flush, 50) * 1e3
 
 
-def noop_floor_ns(task: str, samples: int = 200) -> float:
+def noop_floor_ns(task: str, device: GpuDevice, samples: int = 200) -> float:
     """Per-call time the default timing (flush + hold) reports for a kernel that returns c untouched."""
     rules = task_rules(task)
-    device = GpuDevice(rules.eval.clear_bytes)
     c = torch.randn(8, 8, dtype=torch.float16, device="cuda")
     inputs = [(c,)] * rules.inputs_per_sample
     timing = measure(lambda data: data[-1], lambda: (inputs, [False] * len(inputs)), device, "arena",
@@ -67,7 +66,7 @@ def calibrate(path: Path) -> dict:
         "copy_tbps": copy_tbps(),
         "l2_flush_us": flush_us(gpu),
         "persisting_l2_reset": gpu.reset_persisting_l2(),
-        "noop_floor_ns": {t: noop_floor_ns(t) for t in task_names()},
+        "noop_floor_ns": {t: noop_floor_ns(t, gpu) for t in task_names()},
     }
     data = json.loads(path.read_text()) if path.exists() else {}
     data[device["name"]] = entry
