@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from harness import device, report, results, session
 from harness.rules import TIMINGS
@@ -32,7 +33,7 @@ def exit_on_signals():
 
 
 def fail(message: str, code: int = 2):
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     sys.exit(code)
 
 
@@ -42,7 +43,8 @@ def show_precheck(sub, console) -> list:
     if not findings:
         console.print(f"static pre-check of {sub.path.name}: no known cheat patterns found", style="dim")
     for f in findings:
-        console.print(f"[yellow]pre-check warning[/] {sub.path.name}:{f.line}: {f.why}: [dim]{f.text}[/]", highlight=False)
+        console.print(f"[yellow]pre-check warning[/] {escape(sub.path.name)}:{f.line}: {escape(f.why)}: "
+                      f"[dim]{escape(f.text)}[/]", highlight=False)
     return findings
 
 
@@ -282,7 +284,7 @@ def list_versions(task, gpu, timing, as_json, smoke):
 @view_options
 @click.option("--smoke", is_flag=True, help="Stored runs on the smoke shapes (CPU) instead of the contest's benchmarks.")
 @click.option("--measure", is_flag=True, help="Measure the versions now, interleaved, with paired 95% intervals.")
-@click.option("--rounds", type=int, default=3, show_default=True, help="With --measure: A B C rounds.")
+@click.option("--rounds", type=int, default=3, show_default=True, help="With --measure: interleaved rounds (A B C, then C B A, ...).")
 @click.option("--shapes", type=click.Choice(["auto", "contest", "smoke"]), default="auto", show_default=True,
               help="With --measure: the shapes to measure.")
 @click.argument("names", nargs=-1)
@@ -314,7 +316,8 @@ def measure_now(subs, shapes, rounds, timing, what: str, failed: str) -> dict:
             return measure_interleaved(subs, shapes, rounds, lambda r, v: status.update(f"round {r}/{rounds}: {v} done"),
                                        timing=timing if timing in TIMINGS else results.DEFAULT_TIMING)
         except RuntimeError as exc:
-            fail(f"{failed}{exc}", code=1)
+            from harness.protocol import brief
+            fail(f"{failed}{brief(str(exc))} (run that version alone with --traceback to see where)", code=1)
 
 
 def diff_measured(task, names, shapes, rounds, as_json=False, timing="arena") -> int:
@@ -443,10 +446,12 @@ def submit(task, submission, best, candidates, rounds, timing, shapes, remote, s
 @view_options
 @click.option("--smoke", is_flag=True, help="Plot smoke-shape runs (CPU) instead of the contest's benchmarks.")
 def plot(task, gpu, timing, as_json, smoke):
-    """PNG charts under results/plots/: geomean and time per shape per version, and a roofline of the
-    fastest version; file names carry the task, GPU, timing method and shape set."""
+    """PNG charts under results/plots/ (smoke-shape charts under the git-ignored results/local/plots/): geomean
+    and time per shape per version, and a roofline of the fastest version; file names carry the task, GPU,
+    timing method and shape set."""
     from harness.plots import plot as make
-    paths = answer(make, task, results.results_dir() / "plots", gpu, timing, "smoke" if smoke else "benchmarks")
+    folder = (results.results_dir() / results.LOCAL if smoke else results.results_dir()) / "plots"
+    paths = answer(make, task, folder, gpu, timing, "smoke" if smoke else "benchmarks")
     if as_json:
         return emit_json({"task": task, "timing": timing, "paths": [str(p) for p in paths]})
     for path in paths:
@@ -503,7 +508,7 @@ def merge(source):
     if not added:
         fail(f"{source}: no .jsonl records there.", code=1)
     for name, count in added.items():
-        report.console().print(f"{name}: {count} new records")
+        report.console().print(f"{name}: {count} new record{'' if count == 1 else 's'}")
 
 
 @cli.command()

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .compare import Interval, geomean_ratio_ci
-from .lineage import version_key
+from .submission import version_key
 from .stats import geomean
 
 

@@ -15,9 +15,9 @@ import pandas as pd
 from reference.cases import cases
 
 from .protocol import timing_of
-from .results import DEFAULT_TIMING, read_all, results_dir
+from .results import DEFAULT_TIMING, LOCAL, read_all, results_dir
 from .stats import geomean
-from .submission import SUBMISSIONS, docstring
+from .submission import SUBMISSIONS, docstring, version_key
 
 PARENT = re.compile(r"Parent:\s*(v\d+\w*|none)", re.IGNORECASE)
 CPU = "cpu"
@@ -80,11 +80,6 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def version_key(name: str):
-    m = re.match(r"v(\d+)(.*)", name)
-    return (int(m.group(1)), m.group(2)) if m else (1 << 30, name)
-
-
 def versions(task: str) -> list[Version]:
     out = []
     for path in sorted((SUBMISSIONS / task).glob("v*.py"), key=lambda p: version_key(p.stem)):
@@ -137,6 +132,16 @@ def pick_gpu(df: pd.DataFrame, gpu: str | None, timing: str) -> str:
     raise ViewError(f"{gpu!r} names several GPUs ({', '.join(matches)}): give more of the name")
 
 
+def smoke_hint(task: str, gpu: str | None, kind: str) -> str:
+    """Where the asked-for runs are stored on the smoke shapes instead (a CPU's runs are): a hint to add --smoke."""
+    if kind != "benchmarks":
+        return ""
+    smoke = benchmark_records(task, "smoke")
+    if smoke.empty or (gpu is not None and not smoke["gpu"].str.lower().str.contains(gpu.lower(), regex=False).any()):
+        return ""
+    return f"; runs on the smoke shapes are stored ({run_counts(smoke, 'gpu')}): add --smoke to see them"
+
+
 def complete_runs(df: pd.DataFrame, n_shapes: int) -> pd.DataFrame:
     """Only the runs that timed every shape of the set."""
     sizes = df.groupby("run_id")["index"].nunique()
@@ -150,9 +155,13 @@ def scoped(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMING,
     shape_set = "contest" if kind == "benchmarks" else "smoke"
     df = benchmark_records(task, kind)
     if df.empty:
-        raise ViewError(f"no benchmark runs of {task} on the {shape_set} shapes stored in {results_dir()}: "
-                        f"run benchmark mode on some versions first")
-    gpu = pick_gpu(df, gpu, timing)
+        raise ViewError(f"no benchmark runs of {task} on the {shape_set} shapes stored in {results_dir()} "
+                        f"(CPU runs: in {results_dir() / LOCAL}): "
+                        f"run benchmark mode on some versions first{smoke_hint(task, gpu, kind)}")
+    try:
+        gpu = pick_gpu(df, gpu, timing)
+    except ViewError as exc:
+        raise ViewError(f"{exc}{smoke_hint(task, gpu, kind)}") from None
     on_gpu = df[df["gpu"] == gpu]
     picked = on_gpu[on_gpu["timing"] == timing]
     if picked.empty:
@@ -162,7 +171,8 @@ def scoped(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMING,
     n_shapes = len(cases(task, kind))
     complete = complete_runs(picked, n_shapes)
     if complete.empty:
-        raise ViewError(f"no {timing}-timed run of {task} on {gpu} timed all {n_shapes} {shape_set} shapes")
+        raise ViewError(f"no {timing}-timed run of {task} on {gpu} timed all {n_shapes} {shape_set} shapes "
+                        f"(a run with --case times only some): run benchmark mode without --case")
     return Scope(task, gpu, timing, kind, complete["run_id"].nunique()), complete
 
 

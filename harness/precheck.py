@@ -4,17 +4,19 @@ It only warns: honest files use some of these for good reasons (a compile cache 
 a stream for overlap), and a determined cheat can hide from any pattern. The run-time defenses
 in harness.guard decide verdicts; this tells a reviewer where to look.
 """
+import ast
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 PATTERNS = [
-    (r"\bid\s*\(\s*data\b|\[[^\]]*(data_ptr\(\)|\bid\()[^\]]*\]|\bkey\w*\s*=.*(data_ptr\(\)|\bid\()",
+    (r"\bid\s*\(\s*data\b|\w\s*\[[^\]]*(data_ptr\(\)|\bid\()[^\]]*\]|\bkey\w*\s*=.*(data_ptr\(\)|\bid\()",
      "output cache keyed on id() or data_ptr()"),
     (r"^_?\w*(cache|memo|seen|calls)\w*\s*(:\s*\w+(\[.*\])?)?\s*=\s*(\{\}|\[\]|dict\(\)|\{\s*\})",
      "module-level cache or call record: fine for compiled kernels, a cheat for outputs"),
     (r"functools\.(lru_)?cache|@(lru_)?cache\b", "memoised function (output cache?)"),
-    (r"torch\.cuda\.(Stream|stream)\b|cudaStreamCreate|\bstream\s*=", "CUDA stream other than the current one"),
+    (r"torch\.cuda\.(Stream|stream|ExternalStream)\b|cudaStreamCreate|getStreamFromPool",
+     "CUDA stream other than the current one"),
     (r"CUDAGraph|cuda\.graph\b|\.replay\s*\(|make_graphed_callables", "CUDA graph capture / replay"),
     (r"_scaled_mm|\bref_kernel\b|from\s+reference\b|import\s+reference\b|check_implementation", "calls into the reference path"),
     (r"torch\.compile\b", "torch.compile (its caches are not your kernel)"),
@@ -38,8 +40,13 @@ class Finding:
 
 
 def scan(path: Path) -> list[Finding]:
+    text = path.read_text()
+    try:
+        ast.parse(text)
+    except SyntaxError as exc:
+        return [Finding(exc.lineno or 0, (exc.text or "").strip(), f"does not parse ({exc.msg})")]
     findings = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         code = line.split("#", 1)[0] if not line.lstrip().startswith("#!") else ""
         for pattern, why in COMPILED:
             if pattern.search(code):

@@ -6,6 +6,14 @@ from dataclasses import asdict, dataclass, field, fields
 
 from .rules import StopRule
 
+TRACEBACK_MARK = "--- traceback ---"  # a failure message's first paragraph is for the user, the traceback after it
+
+
+def brief(message: str) -> str:
+    """A failure message without its traceback."""
+    return message.split(f"\n{TRACEBACK_MARK}\n")[0]
+
+
 SCHEMA = 2
 LEGACY_TIMING = "legacy"
 

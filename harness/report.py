@@ -2,6 +2,7 @@
 import json
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from .session import RunSummary
@@ -23,8 +24,8 @@ def test_table(summary: RunSummary) -> Table:
     for r in summary.records:
         style = "green" if r["status"] == "pass" else "red"
         first = "-" if r.get("first_call_ns") is None else f"{r['first_call_ns'] / 1e6:,.1f}"
-        table.add_row(str(r["index"]), r["shape"], r["values"], f"[{style}]{r['status']}[/]", first,
-                      first_line(r["message"]))
+        table.add_row(str(r["index"]), escape(r["shape"]), escape(r["values"]), f"[{style}]{r['status']}[/]", first,
+                      escape(first_line(r["message"])))
     return table
 
 
@@ -59,7 +60,7 @@ def benchmark_table(summary: RunSummary) -> Table:
         first = "-" if r.get("first_call_ns") is None else f"{r['first_call_ns'] / 1e6:,.1f}"
         style = "green" if r["status"] == "pass" else "red"
         host = us(r.get("host_ns")) + (" [yellow]host-bound[/]" if r.get("host_bound") else "")
-        table.add_row(str(r["index"]), r["shape"], f"[{style}]{r['status']}[/]", us(mean), us(s.get("err")),
+        table.add_row(str(r["index"]), escape(r["shape"]), f"[{style}]{r['status']}[/]", us(mean), us(s.get("err")),
                       us(s.get("best")), us(s.get("median")), str(s.get("runs", "-")), host, us(r.get("sol_ns")), x_sol,
                       meas, us(r.get("sol_b200_ns")), first)
     geo = summary.geomean_ns
@@ -91,14 +92,14 @@ def host_notes(summary: RunSummary, console: Console) -> None:
 
 def failures(summary: RunSummary, console: Console, show_traceback: bool = False) -> None:
     """Each distinct failure once, with the cases it hit; its traceback only with --traceback."""
-    from .worker import TRACEBACK_MARK
+    from .protocol import brief
     seen = {}
     for r in summary.records:
         if r["status"] != "pass" and r["message"]:
             seen.setdefault((r["status"], r["message"]), []).append(f"{r['kind']} {r['index']} ({r['values']})")
     for (status, message), where in seen.items():
-        shown = message if show_traceback else message.split(f"\n{TRACEBACK_MARK}\n")[0]
-        console.print(f"[red]{status}[/]: {', '.join(where)}", highlight=False)
+        shown = message if show_traceback else brief(message)
+        console.print(f"[red]{status}[/]: {escape(', '.join(where))}", highlight=False)
         console.print(shown, markup=False, highlight=False)
 
 
@@ -107,7 +108,7 @@ def render(summary: RunSummary, console: Console, show_traceback: bool = False) 
         console.print(test_table(summary))
     elif summary.mode == "profile":
         for r in summary.records:
-            console.print(f"[bold]{r['shape']}[/]")
+            console.print(f"[bold]{escape(r['shape'])}[/]")
             console.print(r.get("profile") or r["message"], markup=False, highlight=False)
     else:
         console.print(benchmark_table(summary))

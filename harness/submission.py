@@ -11,6 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "submissions"
 POPCORN = re.compile(r"^\s*#!POPCORN\s+(\S+)\s+(.*?)\s*$")
+LINEAGE_NAME = re.compile(r"v\d+\w*")
 
 
 class SubmissionError(Exception):
@@ -21,9 +22,21 @@ class SubmissionError(Exception):
 class Submission:
     path: Path
     task: str
-    version: str  # "v7" for lineage files, the file stem otherwise
+    version: str  # "v7" for lineage files; otherwise the file stem, or "folder/v7" where the stem looks like a version
     sha256: str
     headers: dict = field(default_factory=dict)
+
+
+def version_key(name: str):
+    """Sort key putting v2 before v10; names that are not versions sort last."""
+    m = re.match(r"v(\d+)(.*)", name)
+    return (int(m.group(1)), m.group(2)) if m else (1 << 30, name)
+
+
+def lineage_task(path: Path) -> str | None:
+    """The task whose lineage folder (submissions/<task>/) holds this file, if any."""
+    folder = path.resolve().parent
+    return folder.name if folder.parent == SUBMISSIONS.resolve() else None
 
 
 def popcorn_headers(text: str) -> dict:
@@ -55,14 +68,15 @@ def docstring(path: Path) -> str:
 def resolve(submission: str, task: str | None, leaderboards: dict) -> Submission:
     """`vN` (with a task) or a path -> Submission. Raises SubmissionError with a clear message."""
     candidate = Path(submission)
-    if not candidate.suffix and task and re.fullmatch(r"v\d+\w*", submission):
+    if not candidate.suffix and task and LINEAGE_NAME.fullmatch(submission):
         candidate = SUBMISSIONS / task / f"{submission}.py"
     elif not candidate.exists() and not task:
         raise SubmissionError(f"'{submission}' is not a file; to run a lineage version, name the task too "
                               f"(--task {' | '.join(leaderboards)}).")
     if not candidate.is_file():
-        where = SUBMISSIONS / task if task else candidate.parent
-        have = sorted(p.stem for p in where.glob("v*.py")) if where.is_dir() else []
+        where = SUBMISSIONS / str(task)
+        named = candidate.parent == where  # a version name, not a path
+        have = sorted((p.stem for p in where.glob("v*.py")), key=version_key) if named and where.is_dir() else []
         hint = f" Versions there: {', '.join(have)}." if have else ""
         raise SubmissionError(f"submission file {candidate} does not exist.{hint}")
     text = candidate.read_text()
@@ -76,11 +90,17 @@ def resolve(submission: str, task: str | None, leaderboards: dict) -> Submission
     if task and header_task and task != header_task:
         raise SubmissionError(f"{candidate} is for leaderboard '{headers['leaderboard']}' (task {header_task}) "
                               f"but --task {task} was given.")
-    task = task or header_task
+    folder_task = lineage_task(candidate)
+    if folder_task not in leaderboards:
+        folder_task = None
+    task = task or header_task or folder_task
     if task is None:
         raise SubmissionError(f"cannot tell which task {candidate} is for: pass --task, or add a "
                               f"'#!POPCORN leaderboard nvfp4_<task>' line to the file.")
-    return Submission(candidate.resolve(), task, candidate.stem, hashlib.sha256(text.encode()).hexdigest(), headers)
+    version = candidate.stem
+    if folder_task != task and LINEAGE_NAME.fullmatch(version):
+        version = f"{candidate.resolve().parent.name}/{version}"  # not to be taken for the lineage's own file
+    return Submission(candidate.resolve(), task, version, hashlib.sha256(text.encode()).hexdigest(), headers)
 
 
 def import_submission(path: Path):

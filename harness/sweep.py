@@ -28,6 +28,7 @@ from rich.progress import Progress as RichProgress
 from rich.table import Table
 
 from . import results
+from .protocol import brief
 from .lineage import versions as lineage_versions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -207,13 +208,13 @@ def judge(job: SweepJob, lane: str, returncode: int, stdout: str, stderr: str, w
     crashed = next((r for r in attempt.records if r["status"] == "crash"), None)
     attempt.geomean_ns = next((s["geomean_ns"] for s in reversed(summaries) if s.get("geomean_ns")), None)
     if crashed:
-        attempt.message = f"its worker crashed: {crashed['message']}"
+        attempt.message = f"its worker crashed: {brief(crashed['message'])}"
     elif returncode == 0 and all(s["passed"] for s in summaries):
         attempt.status = "pass"
     else:
         attempt.status = "fail"
         bad = next((r for r in attempt.records if r["status"] != "pass"), None)
-        attempt.message = f"{bad['status']}: {bad['message']}" if bad else f"exit code {returncode}"
+        attempt.message = f"{bad['status']}: {brief(bad['message'])}" if bad else f"exit code {returncode}"
     return attempt
 
 

@@ -18,7 +18,7 @@ import traceback
 from pathlib import Path
 
 from . import channel
-from .protocol import Job, Result, job_from_wire, to_wire
+from .protocol import TRACEBACK_MARK, Job, Result, job_from_wire, to_wire
 from .timing import Verdict
 
 WORKER_ENTRY_POINTS = ("harness.worker.clone_data", "harness.worker.Jobs.benchmark", "harness.worker.Jobs.test",
@@ -224,7 +224,17 @@ class Jobs:
 
 
 CUDA_MISSING = ("Torch not compiled with CUDA enabled", "No CUDA GPUs are available", "Found no NVIDIA driver",
-                "no CUDA-capable device")
+                "no CUDA-capable device", "CUDA_HOME environment variable is not set", "0 active drivers")
+GPU_ONLY_MODULES = ("triton", "cutlass", "cuda", "cupy", "tvm_ffi")  # missing on a CPU machine: the file needs a GPU
+
+
+def needs_gpu(exc: BaseException) -> bool:
+    """The error says the file needs a CUDA GPU this machine does not have."""
+    if any(words in str(exc) for words in CUDA_MISSING):
+        return True
+    import torch
+    module = (getattr(exc, "name", None) or "") if isinstance(exc, ModuleNotFoundError) else ""
+    return module.split(".")[0] in GPU_ONLY_MODULES and not torch.cuda.is_available()
 
 
 def main(argv=None):
@@ -279,7 +289,7 @@ def explain(exc: BaseException, paths: list) -> str:
     """One paragraph: the exception, at the last line of the user's own file it passed through (the
     whole traceback follows, for run.py --traceback, after a line of its own)."""
     text = f"{type(exc).__name__}: {exc}".strip()
-    if any(words in str(exc) for words in CUDA_MISSING):
+    if needs_gpu(exc):
         text = f"this file needs a CUDA GPU (its kernels are built for one) and this machine has none: {text}"
     own = {str(Path(p).resolve()) for p in paths}
     frames = traceback.extract_tb(exc.__traceback__)
@@ -291,8 +301,6 @@ def explain(exc: BaseException, paths: list) -> str:
     full = "".join(traceback.format_exception(exc))
     return f"{text}{where}\n{TRACEBACK_MARK}\n{full}"
 
-
-TRACEBACK_MARK = "--- traceback ---"
 
 if __name__ == "__main__":
     main()

@@ -55,6 +55,35 @@ def test_resolve_versions_and_paths(tmp_path):
         resolve(str(f), None, BOARDS)
 
 
+def test_files_named_like_versions_stay_out_of_the_lineage(tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "v7.py").write_text("def custom_kernel(d):\n    return d[-1]\n")
+    sub = resolve(str(mine / "v7.py"), "gemv", BOARDS)
+    assert sub.version == "mine/v7" and sub.task == "gemv"  # not the lineage's own v7
+    lineage_file = resolve("submissions/gemm/v10.py", None, BOARDS)
+    assert lineage_file.task == "gemm" and lineage_file.version == "v10"  # task from the lineage folder
+    with pytest.raises(SubmissionError, match="v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10"):
+        resolve("v99", "gemm", BOARDS)  # versions in number order
+    with pytest.raises(SubmissionError) as missing:
+        resolve(str(tmp_path / "nope.py"), "gemm", BOARDS)
+    assert "Versions there" not in str(missing.value)  # a path, not a version name: no lineage listing
+
+
+def test_gpu_only_files_on_a_cpu_say_they_need_a_gpu(monkeypatch):
+    import torch
+
+    from harness.protocol import brief
+    from harness.worker import explain
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    for exc in (ModuleNotFoundError("No module named 'triton'", name="triton"),
+                ModuleNotFoundError("No module named 'cutlass.cute'", name="cutlass.cute"),
+                OSError("CUDA_HOME environment variable is not set. Please set it to your CUDA install root.")):
+        assert brief(explain(exc, [])).startswith("this file needs a CUDA GPU")
+    other = brief(explain(ModuleNotFoundError("No module named 'numpyy'", name="numpyy"), []))
+    assert other.startswith("ModuleNotFoundError") and "Traceback" not in other
+
+
 def test_sol_matches_issue_targets_on_h200():
     h200 = sol.peak_for("NVIDIA H200")
     expected_us = {"gemv": [13.8, 27.6, 6.9], "gemm": [30.4, 7.6, 3.8], "dual_gemm": [30.4, 60.8, 13.0, 45.6],
@@ -90,3 +119,31 @@ def test_git_state_prefers_the_commit_the_caller_names(monkeypatch):
     results.git_state.cache_clear()
     assert results.git_state()["commit"] != "0" * 40
     results.git_state.cache_clear()
+
+
+def test_tables_print_user_text_literally():
+    from rich.console import Console
+
+    from harness import report
+    from harness.session import RunSummary
+    sub = resolve("v0", "gemm", BOARDS)
+    message = "ValueError: shape [m, k] mismatch: [bold]got[/bold] [1, 2]"
+    rec = {"index": 0, "shape": "m=[8,16] n=64", "values": "contest", "status": "fail", "message": message,
+           "kind": "tests", "first_call_ns": None}
+    console = Console(record=True, width=400)
+    report.render(RunSummary(sub, "test", "smoke", records=[rec]), console)
+    text = console.export_text()
+    assert "m=[8,16]" in text and text.count("[bold]got[/bold] [1, 2]") == 2  # the table's detail and the paragraph
+
+
+def test_predecoded_baseline_computes_the_task():
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import predecoded_baseline as pb
+    for task in pb.TASKS:
+        for case in cases(task, "smoke"):
+            data = get_task(task).generate_input(**case.args)
+            operands, call, _ = pb.prepare(task, data)
+            exact = task != "dual_gemm"  # its silu * mul runs on the fp16 halves, as a user's would
+            assert pb.max_abs_diff(task, call(operands), get_task(task).ref_kernel(data)) <= (0.0 if exact else 0.5)

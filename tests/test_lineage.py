@@ -186,7 +186,7 @@ def test_merge_adds_each_device_record_once(results_dir, tmp_path):
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(device, arcname="results")
     out = cli("merge", str(archive), timeout=120)
-    assert out.returncode == 0 and "gemv.jsonl: 1 new records" in out.stdout, out.stderr
+    assert out.returncode == 0 and "gemv.jsonl: 1 new record\n" in out.stdout, out.stderr
     assert len(results.read(results_dir / "gemv.jsonl")) == 7
     empty = tmp_path / "empty"
     empty.mkdir()

@@ -88,6 +88,14 @@ def test_precheck_points_at_lines():
     assert any("stream" in f.why for f in scan(REDTEAM / "side_stream.py"))
     assert any("persisting" in f.why for f in scan(REDTEAM / "persisting_l2.py"))
     assert scan(ROOT / "submissions" / "gemm" / "v0.py") == []
+    assert scan(ROOT / "submissions" / "gemm" / "v10.py") == []  # the current stream and a pointer list are honest
+
+
+def test_precheck_says_when_a_file_does_not_parse(tmp_path):
+    from harness.precheck import scan
+    bad = tmp_path / "bad.py"
+    bad.write_text("def custom_kernel(data):\n    return data[\n")
+    assert [f.why.startswith("does not parse") for f in scan(bad)] == [True]
 
 
 def test_physical_limit_gate_refuses_impossible_times():

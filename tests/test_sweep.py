@@ -25,7 +25,8 @@ def lines(results_dir: Path, task: str = "gemm") -> list[dict]:
 
 def test_versions_all_range_list_and_mix():
     every = sw.parse_versions("gemm", "all")
-    assert every[:3] == ["v0", "v1", "v2"] and every[-1] == "v12" and len(every) == 13
+    files = len(list((ROOT / "submissions" / "gemm").glob("v*.py")))
+    assert every[:3] == ["v0", "v1", "v2"] and every[-1] == f"v{files - 1}" and len(every) == files
     assert sw.parse_versions("gemm", "v8..v11") == ["v8", "v9", "v10", "v11"]
     assert sw.parse_versions("gemm", "v9,v3,v9") == ["v9", "v3"]
     assert sw.parse_versions("gemm", "v0..v2, v7,v1") == ["v0", "v1", "v2", "v7"]

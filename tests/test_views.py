@@ -108,6 +108,13 @@ def test_unknown_gpu_and_version_are_errors_that_list_the_known_ones(results_dir
     assert out.returncode == 1 and "no complete arena-timed run of v2" in flat(out.stderr)
 
 
+def test_a_cpu_user_is_pointed_at_smoke_runs(results_dir):
+    store(results_dir / "local", run("gemv", "v0", "a", [5.0, 6.0], gpu="cpu", kind="smoke"))
+    out = cli("list", "--task", "gemv", "--gpu", "cpu")
+    assert out.returncode == 1 and "add --smoke" in flat(out.stderr) and "cpu (1 run)" in flat(out.stderr)
+    assert cli("list", "--task", "gemv", "--gpu", "cpu", "--smoke").returncode == 0
+
+
 def test_cpu_tables_show_the_median_and_rank_by_it(results_dir):
     store(results_dir, run("gemv", "v0", "a", [6038, 500], gpu="cpu", kind="smoke", median_us=411)
           + run("gemv", "v1", "b", [450, 450], gpu="cpu", kind="smoke"))
@@ -172,6 +179,7 @@ def test_plots_keep_one_file_per_gpu_timing_and_shape_set(results_dir):
                      "gemv_h200_arena_benchmarks_lineage.png", "gemv_h200_arena_benchmarks_roofline.png"]
     for p in contest + smoke:
         assert Path(p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert all(Path(p).parent == results_dir / "local" / "plots" for p in smoke)  # CPU charts stay untracked
 
 
 def boxes(texts, renderer):
