@@ -13,7 +13,9 @@ Either way the host's time to queue one call is measured too (the calls between 
 reads), and the defenses run through their hooks outside the timed region: before the calls,
 after the end event, and after the sample's synchronize.
 """
+import gc
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from .rules import StopRule
@@ -87,6 +89,20 @@ def run_sample(kernel, sample: Sample, device, method: str, defenses: list, spen
     return sample
 
 
+@contextmanager
+def collector_paused():
+    """Python's garbage collector off for one sample: a collection of a large heap takes hundreds of µs,
+    and one landing between the end event and the escape watch's synchronize reads as device work that
+    outlasted the region (or, inside the calls, as host time). It runs again between samples."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def measure(kernel, next_inputs, device, method: str, rule: StopRule, defenses: list, on_sample=None) -> Timing:
     """Samples until `rule` is satisfied. next_inputs() -> (inputs, signs) for the next sample."""
     timing = Timing()
@@ -94,8 +110,9 @@ def measure(kernel, next_inputs, device, method: str, rule: StopRule, defenses: 
     started = device.now()
     while True:
         inputs, signs = next_inputs()
-        sample = run_sample(kernel, Sample(len(timing.durations) + 1, inputs, signs), device, method, defenses,
-                            spent)
+        with collector_paused():
+            sample = run_sample(kernel, Sample(len(timing.durations) + 1, inputs, signs), device, method, defenses,
+                                spent)
         calls = len(sample.inputs)
         timing.durations.append(sample.region_ns / calls)
         timing.host_ns.append(sample.host_ns / calls)

@@ -135,6 +135,20 @@ def test_defenses_run_outside_the_timed_region():
     assert ops[after_sample - 1] == "synchronize"
 
 
+def test_no_garbage_collection_inside_a_sample():
+    import gc
+    device = RecordingDevice()
+    seen = []
+
+    def kernel(data):
+        seen.append(gc.isenabled())
+        return data
+    inputs = [object()] * 2
+    measure(kernel, lambda: (seen.append(gc.isenabled()) or inputs, [False] * 2), device, "arena",
+            StopRule(max_runs=2), [])
+    assert seen == [True, False, False, True, False, False] and gc.isenabled()  # paused in samples, not between
+
+
 def test_duration_is_gpu_time_per_call_and_host_time_is_its_own_column():
     device = RecordingDevice(gpu_ns=2000.0)
     inputs = [object()] * 4
