@@ -33,7 +33,11 @@ class Defense:
 
 
 class EscapeWatch(Defense):
-    """Work on other streams that outlasts the timed region (the hold keeps it from running before)."""
+    """Work on other streams that outlasts the timed region (the hold keeps it from running before).
+    Arena timing only: under the contest's loop, side-stream work can run during the clear, where no
+    watch after the region sees it, and the first device-wide synchronize after a contest clear costs
+    the host 45-370 µs with nothing left to run (scripts/pending_probe.py on an H100), which this watch
+    would read as escaped work."""
 
     def __init__(self, noise_ns: float):
         self.threshold_ns = max(ESCAPE_MIN_NS, ESCAPE_NOISE_MULTIPLE * noise_ns)

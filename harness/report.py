@@ -74,7 +74,13 @@ def benchmark_table(summary: RunSummary) -> Table:
 
 
 def host_notes(summary: RunSummary, console: Console) -> None:
-    """What a host-bound shape or a timed-out hold means for the contest's number."""
+    """What a host-bound shape or a timed-out hold means for the contest's number, and what contest
+    timing does not watch."""
+    if summary.timing == "contest" and summary.device.get("name") != "cpu":
+        console.print("[yellow]contest timing[/]: as in the contest's loop, work on a side stream can run during the "
+                      "clear, and no check after the region can tell it from the synchronize's own cost there; the "
+                      "default timing (arena) holds every SM until the region starts and watches for it.",
+                      highlight=False)
     bound = [r for r in summary.records if r.get("host_bound")]
     if bound:
         clear = next((r["hold_timeout_ns"] for r in bound if r.get("hold_timeout_ns")), None)

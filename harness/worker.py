@@ -174,7 +174,7 @@ class Jobs:
 
         watch = [] if not self.guarded else [
             defenses.ReferenceCalls(self.trap), defenses.ThreadWatch(),
-            *([defenses.EscapeWatch(self.noise_ns)] if self.device.gpu else []),
+            *([defenses.EscapeWatch(self.noise_ns)] if self.device.gpu and job.timing == "arena" else []),
             defenses.OutputObjects(self.outputs_allowed), self.l2_watch,
             defenses.OutputValues(expected, self.compare_all), self.integrity_watch, unchanged]
 

@@ -147,3 +147,16 @@ def test_predecoded_baseline_computes_the_task():
             operands, call, _ = pb.prepare(task, data)
             exact = task != "dual_gemm"  # its silu * mul runs on the fp16 halves, as a user's would
             assert pb.max_abs_diff(task, call(operands), get_task(task).ref_kernel(data)) <= (0.0 if exact else 0.5)
+
+
+def test_contest_timing_says_what_it_does_not_watch():
+    from rich.console import Console
+
+    from harness import report
+    from harness.session import RunSummary
+    sub = resolve("v0", "gemm", BOARDS)
+    for timing, device, shown in (("contest", "NVIDIA H100 80GB HBM3", True), ("arena", "NVIDIA H100 80GB HBM3", False),
+                                  ("contest", "cpu", False)):
+        console = Console(record=True, width=400)
+        report.host_notes(RunSummary(sub, "benchmark", "contest", timing, device={"name": device}), console)
+        assert ("side stream" in console.export_text()) == shown
