@@ -488,7 +488,8 @@ def report_page(gpu, timing, as_json, out_dir):
 @cli.command()
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
 def merge(source):
-    """Add the records of another machine's results folder (or a .tgz of one) to results/, once each."""
+    """Add the records of another machine's results folder (or a .tgz of one) to results/, once each
+    (a CPU's records to the git-ignored results/local/)."""
     import tarfile
     import tempfile
     import zlib

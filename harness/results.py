@@ -146,7 +146,8 @@ def read(path: Path) -> list[dict]:
 
 
 def merge(source: Path, dest: Path) -> dict[str, int]:
-    """Append to dest/<name>.jsonl every record of source/<name>.jsonl that dest does not hold yet.
+    """Append to dest/<name>.jsonl every record of source/<name>.jsonl that dest does not hold yet
+    (a CPU's records to dest/local/<name>.jsonl, as records_dir places them).
 
     For records that come back from another machine (a device run's copy of results/): records are
     compared whole, so merging the same folder twice, or one that started from a copy of dest, adds
@@ -155,14 +156,17 @@ def merge(source: Path, dest: Path) -> dict[str, int]:
     """
     added = {}
     for src in sorted(Path(source).glob("*.jsonl")):
-        target = Path(dest) / src.name
-        seen = {json.dumps(r, sort_keys=True, default=str) for r in read(target)}
+        seen = {}
         count = 0
         for record in read(src):
+            gpu = record.get("gpu")
+            target = Path(dest) / (LOCAL if (gpu.get("name") if isinstance(gpu, dict) else gpu) == "cpu" else "") / src.name
+            if target not in seen:
+                seen[target] = {json.dumps(r, sort_keys=True, default=str) for r in read(target)}
             key = json.dumps(record, sort_keys=True, default=str)
-            if key not in seen:
+            if key not in seen[target]:
                 append(target, record)
-                seen.add(key)
+                seen[target].add(key)
                 count += 1
         added[src.name] = count
     return added

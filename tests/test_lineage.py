@@ -193,6 +193,17 @@ def test_merge_adds_each_device_record_once(results_dir, tmp_path):
     assert cli("merge", str(empty), timeout=120).returncode == 1
 
 
+def test_merge_keeps_cpu_records_out_of_the_tracked_history(results_dir, tmp_path):
+    cpu_run = {**record("v0", "c", 0, 900.0), "gpu": {"name": "cpu"}}
+    source = tmp_path / "elsewhere"
+    results.append(source / "gemv.jsonl", cpu_run)
+    results.append(source / "gemv.jsonl", record("v1", "d", 0, 80.0))
+    assert results.merge(source, results_dir) == {"gemv.jsonl": 2}
+    assert [r["run_id"] for r in results.read(results_dir / "local" / "gemv.jsonl")] == ["c"]
+    assert [r["run_id"] for r in results.read(results_dir / "gemv.jsonl")] == ["d"]
+    assert results.merge(results_dir / "local", results_dir) == {"gemv.jsonl": 0}  # its own local folder: nothing
+
+
 def test_long_lineages_are_labelled_by_name_only():
     from types import SimpleNamespace
 
