@@ -22,7 +22,7 @@ class SubmissionError(Exception):
 class Submission:
     path: Path
     task: str
-    version: str  # "v7" for lineage files; otherwise the file stem, or "folder/v7" where the stem looks like a version
+    version: str  # "v7" for lineage files; otherwise the file stem, or "folder-v7" where the stem looks like a version
     sha256: str
     headers: dict = field(default_factory=dict)
 
@@ -99,7 +99,7 @@ def resolve(submission: str, task: str | None, leaderboards: dict) -> Submission
                               f"'#!POPCORN leaderboard nvfp4_<task>' line to the file.")
     version = candidate.stem
     if folder_task != task and LINEAGE_NAME.fullmatch(version):
-        version = f"{candidate.resolve().parent.name}/{version}"  # not to be taken for the lineage's own file
+        version = f"{candidate.resolve().parent.name}-{version}"  # not to be taken for the lineage's own file
     return Submission(candidate.resolve(), task, version, hashlib.sha256(text.encode()).hexdigest(), headers)
 
 

@@ -60,7 +60,7 @@ def test_files_named_like_versions_stay_out_of_the_lineage(tmp_path):
     mine.mkdir()
     (mine / "v7.py").write_text("def custom_kernel(d):\n    return d[-1]\n")
     sub = resolve(str(mine / "v7.py"), "gemv", BOARDS)
-    assert sub.version == "mine/v7" and sub.task == "gemv"  # not the lineage's own v7
+    assert sub.version == "mine-v7" and sub.task == "gemv"  # not the lineage's own v7, and a safe file name
     lineage_file = resolve("submissions/gemm/v10.py", None, BOARDS)
     assert lineage_file.task == "gemm" and lineage_file.version == "v10"  # task from the lineage folder
     with pytest.raises(SubmissionError, match="v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10"):
