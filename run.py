@@ -493,6 +493,8 @@ def merge(source):
     import tarfile
     import tempfile
     import zlib
+
+    from harness.lineage import plural
     with tempfile.TemporaryDirectory() as tmp:
         folder = source
         if source.is_file():
@@ -509,7 +511,7 @@ def merge(source):
     if not added:
         fail(f"{source}: no .jsonl records there.", code=1)
     for name, count in added.items():
-        report.console().print(f"{name}: {count} new record{'' if count == 1 else 's'}")
+        report.console().print(f"{name}: {plural(count, 'new record')}")
 
 
 @cli.command()

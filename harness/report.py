@@ -5,6 +5,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .device import CPU_NAME
 from .session import RunSummary
 
 
@@ -76,7 +77,7 @@ def benchmark_table(summary: RunSummary) -> Table:
 def host_notes(summary: RunSummary, console: Console) -> None:
     """What a host-bound shape or a timed-out hold means for the contest's number, and what contest
     timing does not watch."""
-    if summary.timing == "contest" and summary.device.get("name") != "cpu":
+    if summary.timing == "contest" and summary.device.get("name") != CPU_NAME:
         console.print("[yellow]contest timing[/]: as in the contest's loop, work on a side stream can run during the "
                       "clear, and no check after the region can tell it from the synchronize's own cost there; the "
                       "default timing (arena) holds every SM until the region starts and watches for it.",

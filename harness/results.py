@@ -33,7 +33,12 @@ def records_dir(device_name: str | None) -> Path:
     wall-clock timers, never part of the tracked history)."""
     if os.environ.get(RESULTS_ENV):
         return Path(os.environ[RESULTS_ENV])
-    return results_dir() / LOCAL if device_name == "cpu" else results_dir()
+    return home_of(results_dir(), device_name)
+
+
+def home_of(base: Path, device_name: str | None) -> Path:
+    """Where under a results folder a device's records belong: base for a GPU's, base/local/ for a CPU's."""
+    return base / LOCAL if device_name == "cpu" else base
 
 
 def read_all(name: str) -> list[dict]:
@@ -159,8 +164,8 @@ def merge(source: Path, dest: Path) -> dict[str, int]:
         seen = {}
         count = 0
         for record in read(src):
-            gpu = record.get("gpu")
-            target = Path(dest) / (LOCAL if (gpu.get("name") if isinstance(gpu, dict) else gpu) == "cpu" else "") / src.name
+            gpu = record.get("gpu")  # a run's: {"name": ...}; a leaderboard entry's: the name
+            target = home_of(Path(dest), gpu.get("name") if isinstance(gpu, dict) else gpu) / src.name
             if target not in seen:
                 seen[target] = {json.dumps(r, sort_keys=True, default=str) for r in read(target)}
             key = json.dumps(record, sort_keys=True, default=str)
