@@ -160,3 +160,23 @@ def test_contest_timing_says_what_it_does_not_watch():
         console = Console(record=True, width=400)
         report.host_notes(RunSummary(sub, "benchmark", "contest", timing, device={"name": device}), console)
         assert ("side stream" in console.export_text()) == shown
+
+
+def test_kernel_debug_shows_where_an_output_goes_wrong(tmp_path):
+    import sys
+    from pathlib import Path
+
+    from click.testing import CliRunner
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import kernel_debug
+    wrong = tmp_path / "corner.py"  # right except its first 64 x 64 block
+    wrong.write_text("from reference.gemm import ref_kernel\n\n"
+                     "def custom_kernel(data):\n"
+                     "    c = data[-1]\n"
+                     "    c[...] = ref_kernel(data)\n"
+                     "    c[:64, :64] = float('nan')\n"
+                     "    return c\n")
+    out = CliRunner().invoke(kernel_debug.main, ["--task", "gemm", "--submission", str(wrong), "--case", "smoke:0"])
+    assert out.exit_code == 0, out.output
+    assert "rows      0: 1.00 0.00" in out.output and "rows     64: 0.00 0.00" in out.output
+    assert "4096 NaN" in out.output
