@@ -16,12 +16,12 @@ sys.path.insert(0, str(ROOT))
 
 from harness.submission import import_submission, resolve  # noqa: E402
 from reference import get_task  # noqa: E402
-from reference.cases import cases, leaderboards  # noqa: E402
+from reference.cases import cases, leaderboards, tolerance  # noqa: E402
 
 
 def error_pattern(got: torch.Tensor, expected: torch.Tensor, block: int) -> list[list[float]]:
-    """Fraction of elements outside rtol = atol = 1e-3 (NaN counts as wrong) per block of the first matrix."""
-    bad = ~torch.isclose(got.float().cpu(), expected.float().cpu(), rtol=1e-3, atol=1e-3)
+    """Fraction of elements outside the contest's tolerance (NaN counts as wrong) per block of the first matrix."""
+    bad = ~torch.isclose(got.float().cpu(), expected.float().cpu(), **tolerance())
     grid = bad[..., 0] if bad.dim() == 3 else bad
     rows, cols = grid.shape
     return [[grid[r:r + block, c:c + block].float().mean().item() for c in range(0, cols, block)]
