@@ -217,18 +217,30 @@ __device__ __forceinline__ void grid_wait(const unsigned* sync, unsigned gen) {
     asm volatile("fence.proxy.async.global;" ::: "memory");
 }
 
+// One 16-byte piece of fp16 A (piece idx: chunk idx / 8 of 32 code bytes, part idx % 8): its codes and scales,
+// loaded ahead of the decode so that a thread's loads for several pieces are in flight together.
+struct APiece {
+    uint4 lo, hi;
+    uint32_t sc;
+};
+
+__device__ __forceinline__ APiece load_a_piece(const uint8_t* __restrict__ a, const uint8_t* __restrict__ sfa, int kb, int idx) {
+    const int chunks = kb / 32, chunk = idx >> 3;
+    const int row = chunk / chunks, ch = chunk % chunks;
+    const uint4* src = reinterpret_cast<const uint4*>(a + long(row) * kb + ch * 32);
+    return APiece{src[0], src[1], *reinterpret_cast<const uint32_t*>(sfa + long(row) * (kb / 8) + ch * 4)};
+}
+
 // A -> fp16, K permuted inside each 64-block to match the B fragments: position s*16 + c holds element
 // (c%8)/2*16 + (c/8)*8 + s + 4*(c%2). A thread writes one 16-byte piece (positions 8i .. 8i+7 of a 64-block:
 // element (t/2)*16 + (i%2)*8 + i/2 + 4*(t%2) at position 8i + t), so a warp's stores are contiguous; the 8
 // threads of a block read the same 32 bytes of codes and 4 scales.
-__device__ __forceinline__ void decode_a_piece(const uint8_t* __restrict__ a, const uint8_t* __restrict__ sfa,
-                                               __half* __restrict__ out, int kb, int idx) {
+__device__ __forceinline__ void decode_a_piece(const APiece& x, __half* __restrict__ out, int kb, int idx) {
     const int chunks = kb / 32;
     const int chunk = idx >> 3, i = idx & 7;
     const int row = chunk / chunks, ch = chunk % chunks;
-    const uint4* src = reinterpret_cast<const uint4*>(a + long(row) * kb + ch * 32);
-    const uint4 lo = src[0], hi = src[1];
-    const uint32_t sc = *reinterpret_cast<const uint32_t*>(sfa + long(row) * (kb / 8) + ch * 4);
+    const uint4 lo = x.lo, hi = x.hi;
+    const uint32_t sc = x.sc;
     // Word t/2 of the output takes its two codes from code word 2*(t/2) + i%2, nibbles i/2 and i/2 + 4.
     const uint32_t odd = i & 1, shift = 4 * (i >> 1);
     const uint32_t src_word[4] = {(odd ? lo.y : lo.x) >> shift, (odd ? lo.w : lo.z) >> shift,
@@ -314,8 +326,17 @@ __global__ void __launch_bounds__(THREADS, 1) dual_main(const __grid_constant__ 
     // Every thread of the grid decodes its share of A's 16-byte pieces, then the CTA arrives at the grid barrier;
     // only the loader waits for it, before its first load of A.
     const int pieces = p.m * (p.kb / 32) * 8;
-    for (int idx = blockIdx.x * THREADS + tid; idx < pieces; idx += gridDim.x * THREADS)
-        decode_a_piece(p.a, p.sfa, p.a16, p.kb, idx);
+    constexpr int BATCH = 8;  // pieces whose loads a thread has in flight at once
+    const int stride = gridDim.x * THREADS;
+    for (int base = blockIdx.x * THREADS + tid; base < pieces; base += BATCH * stride) {
+        APiece x[BATCH];
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b)
+            if (base + b * stride < pieces) x[b] = load_a_piece(p.a, p.sfa, p.kb, base + b * stride);
+#pragma unroll
+        for (int b = 0; b < BATCH; ++b)
+            if (base + b * stride < pieces) decode_a_piece(x[b], p.a16, p.kb, base + b * stride);
+    }
     asm volatile("fence.proxy.async.global;" ::: "memory");
     __syncthreads();
 
