@@ -6,7 +6,13 @@ decodes its share of A's 16-byte pieces into the fp16 buffer, each CTA then arri
 (a count and a generation in global memory, reset by the last arrival), and only the loader thread waits at it,
 after it has queued the first stage's B and scale loads and before its first load of A. The grid is resident
 at once by construction (one CTA per SM, at most as many as fit); a barrier that has not opened in 2 s traps.
-Measured: not yet.
+Measured (H200, arena timing, 3 interleaved rounds, results/h200/dual_gemm_diff_v14_v15_v16.txt): 1.051x of v14
+in the rounds where v15 ran 1.089x, so about 0.965x of its parent; per shape against v14 1.16 / 0.95 / 1.19 /
+0.93x. Kept, a regression that teaches: one launch takes the host 12-19 µs instead of 16-32, but the host was
+not the limit, and the decode inside the kernel is slower than the separate pass. On m=512 n=4096 the main
+kernel takes 93.7 µs against v15's 86.4 + 4.3 µs for both kernels (results/h200/launch_overhead_dual_v15_v16_gemm_v15.txt):
+The reading: 384 threads per SM decode A while the tensor cores wait, and every CTA waits for the last at the barrier.
+A first draft with one piece in flight per thread was slower still (95.0 µs).
 """
 import torch
 from torch.utils.cpp_extension import load_inline
