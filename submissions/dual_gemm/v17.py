@@ -6,7 +6,8 @@ Here each CTA stores its sums of the other slice's rows into that CTA's exchange
 main loop ends, the bytes counted on the receiver's mbarrier, and waits only for its own part to arrive. One
 relaxed cluster arrive after the barriers are initialised, waited on before the first remote store, replaces
 both cluster barriers.
-Measured: not yet.
+Measured (H200, arena timing, 3 interleaved rounds, results/h200/dual_gemm_diff_v15_v17.txt): 1.017x of v15
+(95% CI 1.02-1.02), per shape 1.02 / 1.01 / 1.02 / 1.01x.
 """
 import torch
 from torch.utils.cpp_extension import load_inline
