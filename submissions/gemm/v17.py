@@ -5,7 +5,8 @@ next (m=128 n=7168 k=2048 on the H200, 15.3 µs kernels). The main kernel is lau
 serialization, and every CTA allows its dependents at once (griddepcontrol.launch_dependents) and waits for the
 kernel before it (griddepcontrol.wait) after setting up its shared memory and barriers, before any global
 memory access. The next call's CTAs are then placed and initialised while this call's last CTAs still run.
-Measured: not yet.
+Measured (H200, arena timing, 3 interleaved rounds, results/h200/gemm_diff_v16_v17_v18.txt): 1.073x of v16
+(95% CI 1.07-1.08), per shape 1.03 / 1.05 / 1.14x.
 """
 import torch
 from torch.utils.cpp_extension import load_inline
