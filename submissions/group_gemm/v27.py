@@ -5,7 +5,8 @@ decode, the main kernel) carry programmatic stream serialization; each kernel al
 waits for the kernel before it (griddepcontrol.wait) after setting itself up and before touching global memory.
 The main kernel's CTAs are then placed and initialised as the decode's blocks drain, and the next call's decode
 as the main kernel's CTAs leave.
-Measured: not yet.
+Measured (H200, arena timing, 3 interleaved rounds, results/h200/group_gemm_diff_v25_v27.txt): 1.045x of v25
+(95% CI 1.04-1.05), per shape 1.02 / 1.015 / 1.07 / 1.08x.
 """
 import torch
 from torch.utils.cpp_extension import load_inline
