@@ -10,6 +10,7 @@ Measured (H200, arena timing, 3 interleaved rounds, results/h200/dual_gemm_diff_
 (95% CI 1.08-1.09), per shape 1.18 / 0.98 / 1.21 / 1.00x. scripts/launch_overhead.py
 (results/h200/launch_overhead_dual_v15_v16_gemm_v15.txt): on m=256 n=4096 the main kernel takes 48.0 µs and
 decode_a 3.0 µs, with no finish pass (v14 on the H100: 51.1 + 8.5 + 3.2 µs).
+Benchmark mode (H200, arena timing): 54.2 / 92.4 / 36.2 / 89.8 µs, geomean 63.6 µs = 1.96x SOL (H100: 65.0 µs).
 """
 import torch
 from torch.utils.cpp_extension import load_inline

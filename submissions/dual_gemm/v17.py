@@ -8,6 +8,7 @@ relaxed cluster arrive after the barriers are initialised, waited on before the 
 both cluster barriers.
 Measured (H200, arena timing, 3 interleaved rounds, results/h200/dual_gemm_diff_v15_v17.txt): 1.017x of v15
 (95% CI 1.02-1.02), per shape 1.02 / 1.01 / 1.02 / 1.01x.
+Benchmark mode (H200, arena timing): 53.0 / 90.9 / 35.4 / 88.9 µs, geomean 62.4 µs = 1.93x SOL.
 """
 import torch
 from torch.utils.cpp_extension import load_inline

@@ -7,6 +7,7 @@ then placed and initialised as the decode's blocks drain, and the next call's de
 leave.
 Measured (H200, arena timing, 3 interleaved rounds, results/h200/dual_gemm_diff_v17_v18.txt): 1.049x of v17
 (95% CI 1.05-1.05), per shape 1.06 / 1.04 / 1.07 / 1.03x.
+Benchmark mode (H200, arena timing): 49.8 / 88.1 / 33.3 / 86.2 µs, geomean 59.5 µs = 1.84x SOL (H100: 60.0 µs).
 """
 import torch
 from torch.utils.cpp_extension import load_inline
