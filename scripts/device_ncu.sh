@@ -11,6 +11,6 @@ task=$1; version=$2; index=$3; kernel=$4
   > "$OUT/${task}_${version}_shape${index}.ncu.txt" 2>&1
 grep -E "Duration|DRAM Throughput|Compute \(SM\) Throughput|Executed Ipc Active|Issue Slots Busy|Achieved Occupancy|Registers Per|Eligible Warps|Active Warps Per|highest-utilized|Memory Throughput  " \
   "$OUT/${task}_${version}_shape${index}.ncu.txt" | sed "s/^/$task $version #$index: /"
-# The five largest stall reasons (warps stalled per issued instruction).
-grep -E "smsp__average_warps_issue_stalled_" "$OUT/${task}_${version}_shape${index}.ncu.txt" | sort -k3 -g -r | awk '!seen[$1]++' | head -n 5 |
+# The five largest stall reasons (warps stalled per issued instruction); "selected" is the issuing warp, not a stall.
+grep -E "smsp__average_warps_issue_stalled_" "$OUT/${task}_${version}_shape${index}.ncu.txt" | grep -v "_selected_" | sort -k3 -g -r | awk '!seen[$1]++' | head -n 5 |
   sed "s/^ */$task $version #$index stall: /"

@@ -180,3 +180,24 @@ def test_kernel_debug_shows_where_an_output_goes_wrong(tmp_path):
     assert out.exit_code == 0, out.output
     assert "rows      0: 1.00 0.00" in out.output and "rows     64: 0.00 0.00" in out.output
     assert "4096 NaN" in out.output
+
+
+def test_kernel_debug_shows_each_group_of_a_list_output(tmp_path):
+    import sys
+    from pathlib import Path
+
+    from click.testing import CliRunner
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import kernel_debug
+    wrong = tmp_path / "group_corner.py"  # right except the first 16 x 16 block of group 1
+    wrong.write_text("from reference.group_gemm import ref_kernel\n\n"
+                     "def custom_kernel(data):\n"
+                     "    out = ref_kernel(data)\n"
+                     "    out[1][:16, :16] = float('nan')\n"
+                     "    return out\n")
+    out = CliRunner().invoke(kernel_debug.main, ["--task", "group_gemm", "--submission", str(wrong), "--case",
+                                                 "smoke:0", "--block", "16"])
+    assert out.exit_code == 0, out.output
+    groups = out.output.split("group 1:")
+    assert len(groups) == 2 and "group 0: about 0.0% of elements wrong, 0 NaN" in groups[0]
+    assert "256 NaN" in groups[1] and "rows      0: 1.00 0.00" in groups[1] and "rows     16: 0.00 0.00" in groups[1]
