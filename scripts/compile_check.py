@@ -1,0 +1,102 @@
+"""Compile a CUDA submission's source on a machine without a GPU, as load_inline would on Hopper.
+
+    python scripts/compile_check.py group_gemm v28 [--keep DIR]
+
+It imports the file (no GPU needed), writes its CUDA_SRC to a .cu with torch's includes replaced by a small
+stand-in for the few host calls the files use (TORCH_CHECK, the current stream and device), and runs nvcc with
+-O3, -gencode=arch=compute_90a,code=sm_90a and ptxas' resource report. The kernels compile exactly as in
+load_inline; the host side only has to compile. Printed: the compile time, each kernel's registers, stack
+frame and spills, and every warning: wgmma serialization (C7515, C7520) and an ignored setmaxnreg (C7508)
+among them. The exit code is nvcc's, or 1 when a kernel spills or has one of those warnings, so a draft is
+caught here before it costs device time.
+"""
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+# Warnings after which a kernel is not worth timing.
+FATAL = ("C7515", "C7520", "C7508")
+TORCH_INCLUDE = re.compile(r'^#include <(torch|ATen|c10)/.*>$', re.M)
+TORCH_STAND_IN = r"""#pragma once
+#include <cuda_runtime.h>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+#define TORCH_CHECK(cond, ...) do { if (!(cond)) throw std::runtime_error("check failed"); } while (0)
+#define C10_CUDA_KERNEL_LAUNCH_CHECK() do {} while (0)
+namespace at { namespace cuda {
+inline cudaStream_t getCurrentCUDAStream() { return nullptr; }
+inline int current_device() { return 0; }
+} }
+"""
+
+
+def kernel_report(stderr: str) -> list:
+    """One row per kernel from ptxas' report: mangled name, registers, stack frame, spill stores and loads."""
+    rows, name = [], None
+    for line in stderr.splitlines():
+        found = re.search(r"Compiling entry function '(\w+)'", line)
+        if found:
+            name = found.group(1)
+        frame = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if frame and name:
+            rows.append([name, "?", *frame.groups()])
+        regs = re.search(r"Used (\d+) registers", line)
+        if regs and rows and rows[-1][1] == "?":
+            rows[-1][1] = regs.group(1)
+    return rows
+
+
+def readable(mangled: str) -> str:
+    """A kernel's name without the anonymous namespace and parameter list, through c++filt where it exists."""
+    try:
+        name = subprocess.run(["c++filt", mangled], capture_output=True, text=True).stdout.strip() or mangled
+    except OSError:
+        return mangled
+    return name.replace("(anonymous namespace)::", "").split("(")[0]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("task")
+    parser.add_argument("version")
+    parser.add_argument("--keep", type=Path, help="write the .cu and .o here instead of a temporary folder")
+    args = parser.parse_args()
+    from harness.submission import import_submission
+    module = import_submission(ROOT / "submissions" / args.task / f"{args.version}.py")
+    source_text = getattr(module, "CUDA_SRC", None)
+    if source_text is None:
+        print(f"{args.task} {args.version} has no CUDA_SRC: nothing to compile here")
+        return 2
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="compile_check_"))
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "torch_stand_in.h").write_text(TORCH_STAND_IN)
+    source = folder / f"{args.task}_{args.version}.cu"
+    source.write_text(TORCH_INCLUDE.sub('#include "torch_stand_in.h"', source_text))
+    command = ["nvcc", "-c", str(source), "-o", str(source.with_suffix(".o")), "-O3", "-std=c++17",
+               "-gencode=arch=compute_90a,code=sm_90a", "-Xptxas", "-v"]
+    start = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True)
+    print(f"{args.task} {args.version}: nvcc exit {done.returncode} in {time.monotonic() - start:.1f} s")
+    rows = kernel_report(done.stderr)
+    for name, regs, stack, spill_stores, spill_loads in rows:
+        print(f"  {readable(name):40s} {regs:>4s} regs  stack {stack}  spills {spill_stores}/{spill_loads}")
+    lines = done.stderr.splitlines()
+    for line in lines:
+        if ("warning" in line.lower() or "error" in line.lower()) and "ptxas info" not in line:
+            print("  " + line.strip())
+    if done.returncode != 0:
+        return done.returncode
+    spilled = any(row[3] != "0" or row[4] != "0" for row in rows)
+    return 1 if spilled or any(key in line for line in lines for key in FATAL) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
