@@ -3,8 +3,8 @@
 Parent: v28. Idea: v28 cut every group into 128-row tiles, so a group of 80 rows multiplied 48 rows of zeros,
 one of 176 rows decoded its B twice, and 27-62% of the benchmark shapes' MMA work was padding. Here a tile is
 128 rows of B by a slice of the group's rows as tall as the rows need, in steps of 16 up to 256: the wgmma's N
-(one of 16 compiled heights) is the slice's height, A and c move in 16-row boxes, and a group is cut into as
-few slices as its height allows, so B is decoded once per slice. Tiles now differ in cost, so the host plans
+(one of 16 compiled heights) is the slice's height, and a group is cut into as few equal slices as its height
+allows, so B is decoded once per slice and A arrives as one box per K step (a box per slice height). Tiles now differ in cost, so the host plans
 the placement once per set of sizes: each tile's cost is its K steps times its height (at least 64 rows, below
 which the decode sets the pace), tiles go longest first to the least loaded CTA, and a group is cut into more
 slices while that shortens the longest CTA's work. Each CTA walks its own list from a table on the device.
@@ -74,7 +74,7 @@ constexpr int MAX_GROUPS = 8;
 constexpr int WG = 2;                     // consumer warpgroups per CTA, 64 rows of B each
 constexpr int BN = 64 * WG;               // rows of B (columns of c) per tile
 constexpr int MAX_ROWS = 256;             // rows of A per tile at most: the largest wgmma N
-constexpr int BOX = 16;                   // rows of A per load and of c per store
+constexpr int BOX = 16;                   // slice heights are multiples of this; rows of c per store
 constexpr int BK = 64;                    // K per step: one 64-wide K block
 constexpr int STAGES = 5;
 constexpr int CONSUMERS = 128 * WG;        // consumer threads; one more warpgroup loads
@@ -163,8 +163,8 @@ __device__ __forceinline__ uint32_t scale2(uint8_t s) {
 }
 
 WGMMA_FUNCTIONS
-// Per-call group table, passed by value, with each group's tensor maps for its fp16 A (128-byte swizzle, 64 x 16
-// boxes), packed B (32 x 128 byte boxes) and c (64 x 16 boxes, 128-byte swizzle), and the tile plan.
+// Per-call group table, passed by value, with each group's tensor maps for its fp16 A (128-byte swizzle, 64 x
+// slice-height boxes), packed B (32 x 128 byte boxes) and c (64 x 16 boxes, 128-byte swizzle), and the tile plan.
 struct Groups {
     CUtensorMap map_a[MAX_GROUPS];
     CUtensorMap map_b[MAX_GROUPS];
@@ -360,8 +360,7 @@ __global__ void __launch_bounds__(THREADS, 1) group_main(const __grid_constant__
                 if (j >= STAGES) bar_wait(empty + 8 * stage, ((j / STAGES) + 1) & 1);
                 const uint32_t bar = full + 8 * stage, a_stage = smem_addr(smem + stage * A_BYTES);
                 bar_expect(bar, tx);
-                for (int r = 0; r < t.rows; r += BOX)
-                    tma_load(a_stage + r * BK * 2, &g.map_a[t.group], step * BK, t.m0 + r, bar);
+                tma_load(a_stage, &g.map_a[t.group], step * BK, t.m0, bar);
                 tma_load(smem_addr(smem + B_OFFSET + stage * B_BYTES), &g.map_b[t.group], step * (BK / 2), t.n0, bar);
                 bulk_load(smem_addr(smem + S_OFFSET + stage * S_BYTES), sfb + step * S_BYTES, S_BYTES, bar);
             }
@@ -403,12 +402,12 @@ using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, 
                                   const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
                                   CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
 
-// Per call, from Python: for each group the addresses of a, b, c, sfa, sfb and its m, n, k, then the fp16 A buffer's
-// address and the plan's. The layouts were checked on the Python side.
+// Per call, from Python: for each group the addresses of a, b, c, sfa, sfb and its m, n, k and slice height, then
+// the fp16 A buffer's address and the plan's. The layouts were checked on the Python side.
 struct TableKey {
     int count = 0;
     int64_t ptr[MAX_GROUPS][5] = {};
-    int64_t dims[MAX_GROUPS][3] = {};
+    int64_t dims[MAX_GROUPS][4] = {};
     int64_t a16 = 0;
     int64_t plan = 0;
 };
@@ -420,7 +419,7 @@ const Groups& group_table(const std::vector<int64_t>& ptrs, const std::vector<in
     static TableKey last_key;
     static Groups g;
     TableKey key;
-    key.count = int(dims.size() / 3);
+    key.count = int(dims.size() / 4);
     TORCH_CHECK(key.count >= 1 && key.count <= MAX_GROUPS && ptrs.size() == size_t(5 * key.count),
                 "group_gemm v29 takes 1 to 8 groups");
     std::memcpy(key.ptr, ptrs.data(), ptrs.size() * sizeof(int64_t));
@@ -460,7 +459,7 @@ const Groups& group_table(const std::vector<int64_t>& ptrs, const std::vector<in
         // Rows past the group's end read as zeros and are dropped when stored.
         const cuuint64_t a_dims[2] = {kb * 2, m};
         const cuuint64_t a_stride[1] = {kb * 4};
-        const cuuint32_t a_box[2] = {BK, BOX};
+        const cuuint32_t a_box[2] = {BK, cuuint32_t(key.dims[i][3])};
         const cuuint64_t b_dims[2] = {kb, n};
         const cuuint64_t b_stride[1] = {kb};
         const cuuint32_t b_box[2] = {BK / 2, BN};
@@ -517,26 +516,29 @@ CPP_SRC = ("void group_gemm(std::vector<int64_t> ptrs, std::vector<int64_t> dims
            "int64_t plan, int64_t ctas);")
 
 _module = None
-_scratch = {}  # (device, sizes) -> fp16 A buffer for all groups, the tile plan on the device, CTAs in the plan
+_scratch = {}  # (device, sizes) -> fp16 A buffer for all groups, the tile plan on the device, its CTAs, m n k height
 _checked = None  # the last argument list whose layouts were checked
 
 
-def _slices(m: int, parts: int) -> list:
-    """Heights of `parts` slices of a group of m rows: multiples of 16, as equal as possible, tallest first."""
-    units = -(-m // 16)
-    base, extra = divmod(units, parts)
-    return [16 * (base + (i < extra)) for i in range(parts)]
+def _height(m: int, parts: int) -> int:
+    """The height of each of `parts` equal slices of a group of m rows: a multiple of 16, at least m / parts."""
+    return -(-m // (16 * parts)) * 16
+
+
+def _fits(m: int, parts: int) -> bool:
+    """Whether `parts` slices of that height all start inside the group (at most 256 rows each)."""
+    height = _height(m, parts)
+    return height <= 256 and (parts - 1) * height < m
 
 
 def _tiles(sizes, parts) -> list:
     """(cost, code) of every tile when group i is cut into parts[i] slices; the code is the kernel's Tile."""
     tiles = []
     for gi, ((m, n, k, _), p) in enumerate(zip(sizes, parts)):
-        m0 = 0
-        for rows in _slices(m, p):
-            cost = (k // 64) * max(rows, 64)  # below 64 rows the B decode, not the wgmma, sets a step's pace
-            tiles += [(cost, gi | (m0 // 16) << 4 | (rows // 16 - 1) << 14 | nb << 18) for nb in range(n // 128)]
-            m0 += rows
+        rows = _height(m, p)
+        cost = (k // 64) * max(rows, 64)  # below 64 rows the B decode, not the wgmma, sets a step's pace
+        tiles += [(cost, gi | (s * rows // 16) << 4 | (rows // 16 - 1) << 14 | nb << 18)
+                  for s in range(p) for nb in range(n // 128)]
     return tiles
 
 
@@ -552,24 +554,27 @@ def _place(tiles, ctas: int):
 
 
 def plan(sizes, ctas: int):
-    """The kernel's tile table (CTA starts, then tiles) and its CTA count. Each group starts in as few slices as its
-    height allows (at most 256 rows each); a group gets one more slice while that shortens the longest CTA's work."""
+    """The kernel's tile table (CTA starts, then tiles), its CTA count and each group's slice height. Each group
+    starts in as few slices as its height allows; a group gets more slices while that shortens the longest CTA's
+    work."""
     parts = [-(-m // 256) for m, _, _, _ in sizes]
     lists, span = _place(_tiles(sizes, parts), ctas)
     improved = True
     while improved:
         improved = False
         for gi, (m, _, _, _) in enumerate(sizes):
-            if parts[gi] == -(-m // 16):
+            more = next((p for p in range(parts[gi] + 1, -(-m // 16) + 1) if _fits(m, p)), None)
+            if more is None:
                 continue
-            trial = parts[:gi] + [parts[gi] + 1] + parts[gi + 1:]
+            trial = parts[:gi] + [more] + parts[gi + 1:]
             trial_lists, trial_span = _place(_tiles(sizes, trial), ctas)
             if trial_span < span:
                 parts, lists, span, improved = trial, trial_lists, trial_span, True
     starts = [0]
     for tiles_of in lists:
         starts.append(starts[-1] + len(tiles_of))
-    return starts + [code for tiles_of in lists for code in tiles_of], len(lists)
+    heights = [_height(m, p) for (m, _, _, _), p in zip(sizes, parts)]
+    return starts + [code for tiles_of in lists for code in tiles_of], len(lists), heights
 
 
 def _check_layouts(abc, sizes) -> None:
@@ -582,9 +587,10 @@ def _prepare(sizes, device):
     for m, n, k, _ in sizes:
         if n % 128 or k % 64 or m > 16368 or n >= 128 << 14:
             raise ValueError("group_gemm v29 needs n % 128 == 0, k % 64 == 0, m <= 16368 and n < 2097152")
-    table, ctas = plan(sizes, torch.cuda.get_device_properties(device).multi_processor_count)
+    table, ctas, heights = plan(sizes, torch.cuda.get_device_properties(device).multi_processor_count)
     a16 = torch.empty(sum(m * k for m, _, k, _ in sizes), dtype=torch.float16, device=device)
-    return a16, torch.tensor(table, dtype=torch.int32, device=device), ctas
+    dims = [v for (m, n, k, _), h in zip(sizes, heights) for v in (m, n, k, h)]
+    return a16, torch.tensor(table, dtype=torch.int32, device=device), ctas, dims
 
 
 def custom_kernel(data: input_t) -> output_t:
@@ -600,11 +606,10 @@ def custom_kernel(data: input_t) -> output_t:
     key = (c[0].device, tuple(tuple(s) for s in sizes))
     if key not in _scratch:
         _scratch[key] = _prepare(key[1], c[0].device)
-    a16, table, ctas = _scratch[key]
+    a16, table, ctas, dims = _scratch[key]
     # Plain integers cross into C++ far faster than lists of tensors (the seed's V23).
     ptrs = [p for (a, b, cc), (sa, sb) in zip(abc, sfasfb_reordered)
             for p in (a.data_ptr(), b.data_ptr(), cc.data_ptr(), sa.data_ptr(), sb.data_ptr())]
-    dims = [v for m, n, k, _ in sizes for v in (m, n, k)]
     if _checked != (ptrs, dims):
         _check_layouts(abc, sizes)
         _checked = (ptrs, dims)
