@@ -6,9 +6,12 @@ It imports the file (no GPU needed), writes its CUDA_SRC to a .cu with torch's i
 stand-in for the few host calls the files use (TORCH_CHECK, the current stream and device), and runs nvcc with
 -O3, -gencode=arch=compute_90a,code=sm_90a and ptxas' resource report. The kernels compile exactly as in
 load_inline; the host side only has to compile. Printed: the compile time, each kernel's registers, stack
-frame and spills, and every warning: wgmma serialization (C7515, C7520) and an ignored setmaxnreg (C7508)
-among them. The exit code is nvcc's, or 1 when a kernel spills or has one of those warnings, so a draft is
-caught here before it costs device time.
+frame and spills, every warning, and ptxas' wgmma and setmaxnreg notes (C75xx), which it prints as info, not
+as warnings: serialized wgmmas ("Potential Performance Loss ... serialized", C7510-C7515 and kin), an ignored
+setmaxnreg (C7508), an injected warpgroup.arrive (C7519, a fence more per site, not serial). The exit code is
+nvcc's, or 1 when a kernel spills, has its wgmmas serialized or its setmaxnreg ignored, so a draft is caught
+here before it costs device time. Files that use torch's tensor API in their C++ do not compile against the
+stand-in; every wgmma-era file does.
 """
 import argparse
 import re
@@ -21,8 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-# Warnings after which a kernel is not worth timing.
-FATAL = ("C7515", "C7520", "C7508")
+# ptxas' notes on wgmma and setmaxnreg; after a serialization or an ignored setmaxnreg a kernel is not worth timing.
+NOTE = re.compile(r"\(C75\d\d\)")
+FATAL = re.compile(r"serialized|\(C7508\)")
 TORCH_INCLUDE = re.compile(r'^#include <(torch|ATen|c10)/.*>$', re.M)
 TORCH_STAND_IN = r"""#pragma once
 #include <cuda_runtime.h>
@@ -89,13 +93,17 @@ def main() -> int:
     for name, regs, stack, spill_stores, spill_loads in rows:
         print(f"  {readable(name):40s} {regs:>4s} regs  stack {stack}  spills {spill_stores}/{spill_loads}")
     lines = done.stderr.splitlines()
+    shown = {}  # a message, with its line number and the mangled kernel name taken out -> how many times
     for line in lines:
-        if ("warning" in line.lower() or "error" in line.lower()) and "ptxas info" not in line:
-            print("  " + line.strip())
+        if (("warning" in line.lower() or "error" in line.lower()) and "ptxas info" not in line) or NOTE.search(line):
+            text = re.sub(r"( in)? around line \d+", "", re.sub(r"'_Z\w+'", "the kernel", line.strip()))
+            shown[text] = shown.get(text, 0) + 1
+    for text, times in shown.items():
+        print("  " + text + (f" ({times} places)" if times > 1 else ""))
     if done.returncode != 0:
         return done.returncode
     spilled = any(row[3] != "0" or row[4] != "0" for row in rows)
-    return 1 if spilled or any(key in line for line in lines for key in FATAL) else 0
+    return 1 if spilled or any(FATAL.search(line) for line in lines) else 0
 
 
 if __name__ == "__main__":

@@ -20,28 +20,43 @@ HEIGHTS = range(16, 257, 16)  # the compiled wgmma N: rows of A per tile
 
 
 def _wgmma(n: int) -> str:
-    """C++ for one wgmma.m64n{n}k16 with f32 accumulators, A from registers, B from a descriptor, and the fence and
-    wait that name its accumulators; overloaded on the accumulator array's size."""
-    regs = n // 2
-    outs = ", ".join(f"%{i}" for i in range(regs))
-    a = ", ".join(f"%{regs + i}" for i in range(4))  # the fragment: read-write operands after the accumulators
-    acc = ", ".join(f'"+f"(d[{i}])' for i in range(regs))
-    frags = ", ".join(f'"+r"(r[{i // 4}][{i % 4}])' for i in range(16))
-    frags_s = ", ".join(f'"+r"(s[{i // 4}][{i % 4}])' for i in range(16))
+    """C++ for one wgmma.m64n{n}k16 with f32 accumulators (the first n / 2 of the thread's 128), A from registers,
+    B from a descriptor."""
+    outs = ", ".join(f"%{i}" for i in range(n // 2))
+    a = ", ".join(f"%{n // 2 + i}" for i in range(4))  # the fragment: read-write operands after the accumulators
+    acc = ", ".join(f'"+f"(d[{i}])' for i in range(n // 2))
     return f'''
-__device__ __forceinline__ void wgmma_k16(float (&d)[{regs}], uint32_t (&a)[4], uint64_t desc) {{
-    asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{regs + 5}, 0;\\n"
-                 "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16 {{{outs}}}, {{{a}}}, %{regs + 4}, p, 1, 1, 0;\\n}}\\n"
+template <>
+__device__ __forceinline__ void wgmma_k16<{n}>(float (&d)[128], uint32_t (&a)[4], uint64_t desc) {{
+    asm volatile("{{\\n.reg .pred p;\\nsetp.ne.b32 p, %{n // 2 + 5}, 0;\\n"
+                 "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.f16.f16 {{{outs}}}, {{{a}}}, %{n // 2 + 4}, p, 1, 1, 0;\\n}}\\n"
                  : {acc}, "+r"(a[0]), "+r"(a[1]), "+r"(a[2]), "+r"(a[3])
                  : "l"(desc), "r"(1) : "memory");
 }}
+'''
 
-__device__ __forceinline__ void wgmma_fence(float (&d)[{regs}], uint32_t (&r)[4][4]) {{
+
+def _fences() -> str:
+    """C++ for the fence and the final wait, naming all 128 accumulators and the fragments."""
+    acc = ", ".join(f'"+f"(d[{i}])' for i in range(128))
+    frags = ", ".join(f'"+r"(r[{i // 4}][{i % 4}])' for i in range(16))
+    frags_s = ", ".join(f'"+r"(s[{i // 4}][{i % 4}])' for i in range(16))
+    return f'''
+// One accumulator array serves every height: a tile of ROWS rows uses its first ROWS / 2 registers. (With an array
+// per height, ptxas serializes every wgmma of the kernel for want of registers, C7512.)
+template <int ROWS>
+__device__ __forceinline__ void wgmma_k16(float (&d)[128], uint32_t (&a)[4], uint64_t desc);
+
+// wgmma.fence, with the accumulators and the next four A fragments as its operands: the compiler must then have
+// written them (the zeroing, the decode) before the fence, not between the wgmmas that read them.
+__device__ __forceinline__ void wgmma_fence(float (&d)[128], uint32_t (&r)[4][4]) {{
     asm volatile("wgmma.fence.sync.aligned;"
                  : {acc}, {frags} :: "memory");
 }}
 
-__device__ __forceinline__ void wgmma_wait_all(float (&d)[{regs}], uint32_t (&r)[4][4], uint32_t (&s)[4][4]) {{
+// wgmma.wait_group 0 at the end of a tile, naming the accumulators and both fragment sets: every group is
+// complete, so the epilogue's reads of d (and the next tile's zeroing) cannot move above it.
+__device__ __forceinline__ void wgmma_wait_all(float (&d)[128], uint32_t (&r)[4][4], uint32_t (&s)[4][4]) {{
     asm volatile("wgmma.wait_group.sync.aligned 0;"
                  : {acc}, {frags}, {frags_s} :: "memory");
 }}
@@ -246,13 +261,13 @@ struct Consumer {
     int chunk_count;  // 32-row chunks of c this warpgroup has staged: chunk i uses box i % 2
 };
 
-// One tile, ROWS rows of A by 128 of B: the K loop, then c through the staging boxes.
-template <int ROWS>
-__device__ __forceinline__ void tile_product(const Groups& g, const Tile& t, Consumer& w) {
+// One tile, t.rows rows of A by 128 of B: the K loop, then c through the staging boxes. The K loop is one loop for
+// every height, with the height's four wgmmas picked per step: with a loop per height (a template instantiated 16
+// times) ptxas serializes every wgmma of the kernel (C7511, C7512).
+__device__ __forceinline__ void tile_product(const Groups& g, const Tile& t, Consumer& w, float (&d)[128]) {
     const int steps = g.kb[t.group] / 32;
-    float d[ROWS / 2];
 #pragma unroll
-    for (int i = 0; i < ROWS / 2; ++i) d[i] = 0.f;
+    for (int i = 0; i < 128; ++i) d[i] = 0.f;
     // Each step's fragments are decoded into r while the previous step's group (its fragments in prev) may still
     // run; r and prev alternate between two arrays.
     uint32_t ra[4][4] = {}, rb[4][4] = {};
@@ -276,8 +291,9 @@ __device__ __forceinline__ void tile_product(const Groups& g, const Tile& t, Con
             r[3][e] = hmul2(pair<3>(x[e]), sf);
         }
         wgmma_fence(d, r);
-#pragma unroll
-        for (int k16 = 0; k16 < 4; ++k16) wgmma_k16(d, r[k16], smem_desc(block + k16 * 32));
+        switch (t.rows / BOX) {
+STEP_CASES
+        }
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         wgmma_wait<1>(prev);
         // The wait completes the previous step's group: its stage is free.
@@ -295,8 +311,9 @@ __device__ __forceinline__ void tile_product(const Groups& g, const Tile& t, Con
     // one before; a chunk leaves as two 16-row boxes, or one where the tile ends 16 rows into it. Rows past the
     // group's end are dropped by the store.
 #pragma unroll
-    for (int chunk = 0; chunk < (ROWS + 31) / 32; ++chunk) {
-        const int groups8 = ROWS - 32 * chunk >= 32 ? 4 : 2;  // 8-row groups in this chunk
+    for (int chunk = 0; chunk < MAX_ROWS / 32; ++chunk) {
+        if (32 * chunk >= t.rows) break;
+        const int groups8 = t.rows - 32 * chunk >= 32 ? 4 : 2;  // 8-row groups in this chunk
         // At most one chunk's stores in flight: those reading the other box.
         if (w.tid % 128 == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
         asm volatile("bar.sync %0, 128;" :: "r"(1 + w.wg) : "memory");
@@ -308,7 +325,8 @@ __device__ __forceinline__ void tile_product(const Groups& g, const Tile& t, Con
             const int r = 2 * w.q + (h & 1), col = w.warp * 16 + w.lane / 4 + 8 * (h >> 1);
             const uint32_t at = box + r * 128 + (((col / 8) ^ r) << 4) + (col % 8) * 2;
 #pragma unroll
-            for (int jj = 0; jj < groups8; ++jj) {
+            for (int jj = 0; jj < 4; ++jj) {
+                if (jj == groups8) break;
                 const __half v = __float2half_rn(d[4 * (jj + 4 * chunk) + h] * 128.f);
                 asm volatile("st.shared.b16 [%0], %1;" :: "r"(at + jj * 1024), "h"(__half_as_ushort(v)) : "memory");
             }
@@ -385,11 +403,12 @@ __global__ void __launch_bounds__(THREADS, 1) group_main(const __grid_constant__
     w.c_boxes = smem_addr(smem + C_OFFSET + 2 * w.wg * C_BYTES);
     w.j = 0;
     w.chunk_count = 0;
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = 0.f;
     for (int i = first; i < last; ++i) {
         const Tile t = unpack(tiles[i]);
-        switch (t.rows / BOX) {
-TILE_CASES
-        }
+        tile_product(g, t, w, d);
     }
     if (tid % 128 == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");  // before shared memory goes
 }
@@ -509,8 +528,10 @@ void group_gemm(std::vector<int64_t> ptrs, std::vector<int64_t> dims, int64_t a1
     config.dynamicSmemBytes = SMEM_BYTES;
     TORCH_CHECK(cudaLaunchKernelEx(&config, group_main, g) == cudaSuccess, "group_gemm v29: launch failed");
 }
-""".replace("WGMMA_FUNCTIONS", "".join(_wgmma(h) for h in HEIGHTS) + WGMMA_WAIT)
-            .replace("TILE_CASES", "\n".join(f"        case {h // 16}: tile_product<{h}>(g, t, w); break;" for h in HEIGHTS)))
+""".replace("WGMMA_FUNCTIONS", _fences() + "".join(_wgmma(h) for h in HEIGHTS) + WGMMA_WAIT)
+            .replace("STEP_CASES", "\n".join(f"        case {h // 16}:\n#pragma unroll\n            for (int k16 = 0; k16 < 4; ++k16) "
+                                              f"wgmma_k16<{h}>(d, r[k16], smem_desc(block + k16 * 32));\n            break;"
+                                              for h in HEIGHTS)))
 
 CPP_SRC = ("void group_gemm(std::vector<int64_t> ptrs, std::vector<int64_t> dims, int64_t a16, int64_t a16_elements, "
            "int64_t plan, int64_t ctas);")
