@@ -9,7 +9,7 @@ task=$1; version=$2; index=$3; kernel=$4
   --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
   python3 -m harness.ncu --task "$task" --submission "submissions/$task/$version.py" --index "$index" \
   > "$OUT/${task}_${version}_shape${index}.ncu.txt" 2>&1
-grep -E "Duration|DRAM Throughput|Compute \(SM\) Throughput|Executed Ipc Active|Issue Slots Busy|Achieved Occupancy|Registers Per|Eligible Warps|Active Warps Per|highest-utilized|Memory Throughput  " \
+grep -E "Duration|DRAM Throughput|Compute \(SM\) Throughput|Executed Ipc Active|Issue Slots Busy|Achieved Occupancy|Registers Per|Eligible Warps|Active Warps Per|highest-utilized|Memory Throughput  |L2 Cache Throughput|L1/TEX Cache Throughput|L2 Hit Rate|Mem Busy|Max Bandwidth" \
   "$OUT/${task}_${version}_shape${index}.ncu.txt" | sed "s/^/$task $version #$index: /"
 # The five largest stall reasons (warps stalled per issued instruction); "selected" is the issuing warp, not a stall.
 grep -E "smsp__average_warps_issue_stalled_" "$OUT/${task}_${version}_shape${index}.ncu.txt" | grep -v "_selected_" | sort -k3 -g -r | awk '!seen[$1]++' | head -n 5 |
