@@ -290,7 +290,6 @@ __device__ __forceinline__ void tile_product(const Groups& g, const Tile& t, Con
             r[2][e] = hmul2(pair<2>(x[e]), sf);
             r[3][e] = hmul2(pair<3>(x[e]), sf);
         }
-        wgmma_fence(d, r);
         switch (t.rows / BOX) {
 STEP_CASES
         }
@@ -529,7 +528,7 @@ void group_gemm(std::vector<int64_t> ptrs, std::vector<int64_t> dims, int64_t a1
     TORCH_CHECK(cudaLaunchKernelEx(&config, group_main, g) == cudaSuccess, "group_gemm v29: launch failed");
 }
 """.replace("WGMMA_FUNCTIONS", _fences() + "".join(_wgmma(h) for h in HEIGHTS) + WGMMA_WAIT)
-            .replace("STEP_CASES", "\n".join(f"        case {h // 16}:\n#pragma unroll\n            for (int k16 = 0; k16 < 4; ++k16) "
+            .replace("STEP_CASES", "\n".join(f"        case {h // 16}:\n            wgmma_fence(d, r);\n#pragma unroll\n            for (int k16 = 0; k16 < 4; ++k16) "
                                               f"wgmma_k16<{h}>(d, r[k16], smem_desc(block + k16 * 32));\n            break;"
                                               for h in HEIGHTS)))
 
