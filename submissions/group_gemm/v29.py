@@ -90,24 +90,23 @@ constexpr int WG = 2;                     // consumer warpgroups per CTA, 64 row
 constexpr int BN = 64 * WG;               // rows of B (columns of c) per tile
 constexpr int MAX_ROWS = 256;             // rows of A per tile at most: the largest wgmma N
 constexpr int BOX = 16;                   // slice heights are multiples of this; rows of c per store
-constexpr int BK = 64;                    // K per step: one 64-wide K block
-constexpr int STAGES = 5;
+constexpr int BK = 128;                   // K per stage: two 64-wide K blocks
+constexpr int MAX_STAGES = 8;
 constexpr int CONSUMERS = 128 * WG;        // consumer threads; one more warpgroup loads
 constexpr int THREADS = CONSUMERS + 128;
 // Registers per thread after setmaxnreg: 128 * 40 + 256 * 232 = the 384 * 168 the CTA starts with.
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = 232;
-constexpr int A_BYTES = MAX_ROWS * BK * 2;  // fp16 A for one K block, 128-byte rows, 128-byte swizzle
-constexpr int B_BYTES = BN * BK / 2;        // packed B, 32-byte rows
-constexpr int S_BYTES = BN * BK / 16;       // B scales: one 512-byte block of the contest layout
+constexpr int B_BLOCK = BN * 32;            // packed B of one 64-wide K block: 128 rows of 32 bytes
+constexpr int S_BYTES = BN * BK / 16;       // B scales: two 512-byte blocks of the contest layout
 constexpr int C_BYTES = 32 * 64 * 2;        // one staging box of 32 rows x 64 columns, 128-byte swizzle
-// Shared memory: all A stages first (each 1024-byte aligned, as the 128-byte swizzle needs), then B, then
-// scales, then two staging boxes per warpgroup (1024-byte aligned), then the full / empty mbarrier pairs.
-constexpr int B_OFFSET = STAGES * A_BYTES;
-constexpr int S_OFFSET = B_OFFSET + STAGES * B_BYTES;
-constexpr int C_OFFSET = (S_OFFSET + STAGES * S_BYTES + 1023) / 1024 * 1024;
-constexpr int BAR_OFFSET = C_OFFSET + 2 * WG * C_BYTES;
-constexpr int SMEM_BYTES = BAR_OFFSET + 2 * STAGES * 8 + 1024;
+// Shared memory: two staging boxes per warpgroup, the full / empty mbarrier pairs, then the ring. A stage holds
+// A's two K blocks (each 1024-byte aligned, as the 128-byte swizzle needs, and as tall as the CTA's tallest tile),
+// B's two blocks and the scales; as many stages as fit, at most MAX_STAGES.
+constexpr int BAR_OFFSET = 2 * WG * C_BYTES;
+constexpr int RING_OFFSET = BAR_OFFSET + 1024;
+constexpr int SMEM_BYTES = 227 * 1024;
+constexpr int RING_BYTES = SMEM_BYTES - 1024 - RING_OFFSET;  // 1024 bytes go to aligning the base
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
     return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -252,31 +251,54 @@ __global__ void decode_a(const __grid_constant__ Groups g, __half* __restrict__ 
         make_uint4(words[0], words[1], words[2], words[3]);
 }
 
+// The CTA's ring: stage_bytes apart from RING_OFFSET, sized for its tallest tile.
+struct Ring {
+    int rows;          // the tallest tile's rows: each A block of a stage has room for that many
+    int stage_bytes;
+    int stages;
+};
+
+__device__ __forceinline__ Ring ring_for(const int* tiles, int first, int last) {
+    Ring ring{BOX, 0, 0};
+    for (int i = first; i < last; ++i) ring.rows = max(ring.rows, unpack(tiles[i]).rows);
+    ring.stage_bytes = (2 * ring.rows * 128 + 2 * B_BLOCK + S_BYTES + 1023) / 1024 * 1024;
+    ring.stages = min(MAX_STAGES, RING_BYTES / ring.stage_bytes);
+    return ring;
+}
+
+// A place in the ring: the stage and the parity of its current phase.
+struct Slot {
+    int stage, phase;
+    __device__ __forceinline__ void advance(int stages) {
+        if (++stage == stages) {
+            stage = 0;
+            phase ^= 1;
+        }
+    }
+};
+
 // What a consumer thread keeps between tiles: its place in the fragments, the ring and the staging boxes.
 struct Consumer {
-    uint8_t* smem;
+    uint8_t* ring;    // the first stage
+    Ring shape;
     uint32_t full, empty, c_boxes;
     int tid, wg, warp, lane, q, frag_row, s_row0, s_row1;
-    int j;            // ring position
+    Slot slot;
     int chunk_count;  // 32-row chunks of c this warpgroup has staged: chunk i uses box i % 2
 };
 
 // One tile, t.rows rows of A by 128 of B: the K loop, then c through the staging boxes. The K loop is one loop for
-// every height, with the height's four wgmmas picked per step: with a loop per height (a template instantiated 16
-// times) ptxas serializes every wgmma of the kernel (C7511, C7512).
+// every height, with the height's wgmmas picked per K block: with a loop per height (a template instantiated 16
+// times) ptxas serializes every wgmma of the kernel (C7511, C7512). Each case fences, issues and commits its own
+// group: a commit after the switch becomes an empty wgmma group of its own, and the wait for all but one group
+// then waits for the real one.
 __device__ __forceinline__ void tile_product(const Groups& g, const Tile& t, Consumer& w, float (&d)[128]) {
-    const int steps = g.kb[t.group] / 32;
+    const int stages_k = g.kb[t.group] / 64;
 #pragma unroll
     for (int i = 0; i < 128; ++i) d[i] = 0.f;
-    // Each step's fragments are decoded into r while the previous step's group (its fragments in prev) may still
-    // run; r and prev alternate between two arrays.
+    // K block 0 of a stage is decoded into ra and block 1 into rb, each while the other's group may still run.
     uint32_t ra[4][4] = {}, rb[4][4] = {};
-    auto step = [&](uint32_t (&r)[4][4], uint32_t (&prev)[4][4], int i) {
-        const int stage = w.j % STAGES;
-        bar_wait(w.full + 8 * stage, (w.j / STAGES) & 1);
-        const uint8_t* bt = w.smem + B_OFFSET + stage * B_BYTES;
-        const uint8_t* sc = w.smem + S_OFFSET + stage * S_BYTES;
-        const uint32_t block = smem_addr(w.smem + stage * A_BYTES);
+    auto block = [&](uint32_t (&r)[4][4], uint32_t (&prev)[4][4], const uint8_t* bt, const uint8_t* sc, uint32_t a_block) {
         const uint2 x0 = *reinterpret_cast<const uint2*>(bt + w.frag_row * 32 + w.q * 8);
         const uint2 x1 = *reinterpret_cast<const uint2*>(bt + (w.frag_row + 8) * 32 + w.q * 8);
         const uint32_t s0 = scale2(sc[w.s_row0 + w.q]);
@@ -293,17 +315,25 @@ __device__ __forceinline__ void tile_product(const Groups& g, const Tile& t, Con
         switch (t.rows / BOX) {
 STEP_CASES
         }
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         wgmma_wait<1>(prev);
-        // The wait completes the previous step's group: its stage is free.
-        if (i > 0 && w.lane == 0) bar_arrive(w.empty + 8 * ((w.j - 1) % STAGES));
     };
-    for (int i = 0; i < steps; ++i, ++w.j) {
-        if (i % 2 == 0) step(ra, rb, i);
-        else step(rb, ra, i);
+    int last_stage = 0;
+    for (int i = 0; i < stages_k; ++i) {
+        const int stage = w.slot.stage;
+        bar_wait(w.full + 8 * stage, w.slot.phase);
+        const uint8_t* base = w.ring + stage * w.shape.stage_bytes;
+        const uint8_t* bt = base + 2 * w.shape.rows * 128;
+        const uint8_t* sc = bt + 2 * B_BLOCK;
+        const uint32_t a_addr = smem_addr(base);
+        block(ra, rb, bt, sc, a_addr);
+        // Block 0's wait completes the previous stage's last group: that stage is free.
+        if (i > 0 && w.lane == 0) bar_arrive(w.empty + 8 * last_stage);
+        block(rb, ra, bt + B_BLOCK, sc + 512, a_addr + w.shape.rows * 128);
+        last_stage = stage;
+        w.slot.advance(w.shape.stages);
     }
     wgmma_wait_all(d, ra, rb);
-    if (w.lane == 0) bar_arrive(w.empty + 8 * ((w.j - 1) % STAGES));  // the tile's last stage
+    if (w.lane == 0) bar_arrive(w.empty + 8 * last_stage);  // the tile's last stage
 
     // d[4j + h] holds c[m0 + 8j + 2q + (h & 1), n0 + frag_row + 8 * (h >> 1)] / 128. Each warpgroup stages its 64
     // columns in 32-row chunks through two boxes, so a chunk is converted while the copy engine still stores the
@@ -346,9 +376,13 @@ __global__ void __launch_bounds__(THREADS, 1) group_main(const __grid_constant__
     extern __shared__ uint8_t smem_raw[];
     uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     const int tid = threadIdx.x;
-    const uint32_t full = smem_addr(smem + BAR_OFFSET), empty = full + STAGES * 8;
+    // The plan was written before the kernel before this one ran, so it may be read before waiting for that kernel.
+    const int first = g.plan[blockIdx.x], last = g.plan[blockIdx.x + 1];
+    const int* tiles = g.plan + gridDim.x + 1;
+    const Ring ring = ring_for(tiles, first, last);
+    const uint32_t full = smem_addr(smem + BAR_OFFSET), empty = full + MAX_STAGES * 8;
     if (tid == 0) {
-        for (int s = 0; s < STAGES; ++s) {
+        for (int s = 0; s < ring.stages; ++s) {
             bar_init(full + 8 * s, 1);
             bar_init(empty + 8 * s, CONSUMERS / 32);  // one arrival per consumer warp
         }
@@ -358,28 +392,31 @@ __global__ void __launch_bounds__(THREADS, 1) group_main(const __grid_constant__
     // A programmatic dependent of the A decode: set up while it runs, then wait for it before touching memory.
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
     asm volatile("griddepcontrol.wait;" ::: "memory");
-    const int first = g.plan[blockIdx.x], last = g.plan[blockIdx.x + 1];
-    const int* tiles = g.plan + gridDim.x + 1;
 
     if (tid >= CONSUMERS) {
         // Producer warpgroup: it gives its registers to the consumers, and one thread walks the CTA's tiles and
         // keeps the ring full, running ahead into the next tile while the consumers finish this one.
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(PRODUCER_REGS));
         if (tid != CONSUMERS) return;
-        int j = 0;  // ring position
+        Slot slot{0, 0};
+        int filled = 0;  // stages filled so far: the first `stages` need no wait
         for (int i = first; i < last; ++i) {
             const Tile t = unpack(tiles[i]);
-            const int kb = g.kb[t.group], steps = kb / 32;
+            const int kb = g.kb[t.group];
             const uint8_t* sfb = g.sfb[t.group] + long(t.n0 / 128) * ((kb / 8 + 3) / 4) * 512;
-            const int tx = t.rows * BK * 2 + B_BYTES + S_BYTES;
-            for (int step = 0; step < steps; ++step, ++j) {
-                const int stage = j % STAGES;
-                if (j >= STAGES) bar_wait(empty + 8 * stage, ((j / STAGES) + 1) & 1);
-                const uint32_t bar = full + 8 * stage, a_stage = smem_addr(smem + stage * A_BYTES);
+            const int tx = 2 * t.rows * 128 + 2 * B_BLOCK + S_BYTES;
+            for (int step = 0; step < kb / 64; ++step, ++filled) {
+                if (filled >= ring.stages) bar_wait(empty + 8 * slot.stage, slot.phase ^ 1);
+                const uint32_t bar = full + 8 * slot.stage;
+                const uint32_t a_stage = smem_addr(smem + RING_OFFSET + slot.stage * ring.stage_bytes);
+                const uint32_t b_stage = a_stage + 2 * ring.rows * 128;
                 bar_expect(bar, tx);
                 tma_load(a_stage, &g.map_a[t.group], step * BK, t.m0, bar);
-                tma_load(smem_addr(smem + B_OFFSET + stage * B_BYTES), &g.map_b[t.group], step * (BK / 2), t.n0, bar);
-                bulk_load(smem_addr(smem + S_OFFSET + stage * S_BYTES), sfb + step * S_BYTES, S_BYTES, bar);
+                tma_load(a_stage + ring.rows * 128, &g.map_a[t.group], step * BK + 64, t.m0, bar);
+                tma_load(b_stage, &g.map_b[t.group], step * 64, t.n0, bar);
+                tma_load(b_stage + B_BLOCK, &g.map_b[t.group], step * 64 + 32, t.n0, bar);
+                bulk_load(b_stage + 2 * B_BLOCK, sfb + step * S_BYTES, S_BYTES, bar);
+                slot.advance(ring.stages);
             }
         }
         return;
@@ -387,7 +424,8 @@ __global__ void __launch_bounds__(THREADS, 1) group_main(const __grid_constant__
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "n"(CONSUMER_REGS));
 
     Consumer w;
-    w.smem = smem;
+    w.ring = smem + RING_OFFSET;
+    w.shape = ring;
     w.full = full;
     w.empty = empty;
     w.tid = tid;
@@ -399,16 +437,13 @@ __global__ void __launch_bounds__(THREADS, 1) group_main(const __grid_constant__
     // Scales arrive as the contest's 512-byte block of 128 rows: row r's 4 bytes sit at (r % 32) * 16 + (r / 32) * 4.
     w.s_row0 = (w.frag_row % 32) * 16 + (w.frag_row / 32) * 4;
     w.s_row1 = ((w.frag_row + 8) % 32) * 16 + ((w.frag_row + 8) / 32) * 4;
-    w.c_boxes = smem_addr(smem + C_OFFSET + 2 * w.wg * C_BYTES);
-    w.j = 0;
+    w.c_boxes = smem_addr(smem) + 2 * w.wg * C_BYTES;
+    w.slot = Slot{0, 0};
     w.chunk_count = 0;
     float d[128];
 #pragma unroll
     for (int i = 0; i < 128; ++i) d[i] = 0.f;
-    for (int i = first; i < last; ++i) {
-        const Tile t = unpack(tiles[i]);
-        tile_product(g, t, w, d);
-    }
+    for (int i = first; i < last; ++i) tile_product(g, unpack(tiles[i]), w, d);
     if (tid % 128 == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");  // before shared memory goes
 }
 
@@ -454,7 +489,7 @@ const Groups& group_table(const std::vector<int64_t>& ptrs, const std::vector<in
     for (int i = 0; i < count; ++i) {
         g.m[i] = int(key.dims[i][0]);
         g.kb[i] = int(key.dims[i][2] / 2);
-        TORCH_CHECK(key.dims[i][1] % BN == 0 && g.kb[i] % 32 == 0, "group_gemm v29 needs n % 128 == 0 and k % 64 == 0");
+        TORCH_CHECK(key.dims[i][1] % BN == 0 && g.kb[i] % 64 == 0, "group_gemm v29 needs n % 128 == 0 and k % 128 == 0");
         g.a[i] = reinterpret_cast<const uint8_t*>(key.ptr[i][0]);
         g.sfa[i] = reinterpret_cast<const uint8_t*>(key.ptr[i][3]);
         g.sfb[i] = reinterpret_cast<const uint8_t*>(key.ptr[i][4]);
@@ -480,7 +515,7 @@ const Groups& group_table(const std::vector<int64_t>& ptrs, const std::vector<in
         const cuuint32_t a_box[2] = {BK, cuuint32_t(key.dims[i][3])};
         const cuuint64_t b_dims[2] = {kb, n};
         const cuuint64_t b_stride[1] = {kb};
-        const cuuint32_t b_box[2] = {BK / 2, BN};
+        const cuuint32_t b_box[2] = {32, BN};
         const cuuint64_t c_dims[2] = {n, m};
         const cuuint64_t c_stride[1] = {n * 2};
         const cuuint32_t c_box[2] = {64, BOX};
@@ -528,9 +563,11 @@ void group_gemm(std::vector<int64_t> ptrs, std::vector<int64_t> dims, int64_t a1
     TORCH_CHECK(cudaLaunchKernelEx(&config, group_main, g) == cudaSuccess, "group_gemm v29: launch failed");
 }
 """.replace("WGMMA_FUNCTIONS", _fences() + "".join(_wgmma(h) for h in HEIGHTS) + WGMMA_WAIT)
-            .replace("STEP_CASES", "\n".join(f"        case {h // 16}:\n            wgmma_fence(d, r);\n#pragma unroll\n            for (int k16 = 0; k16 < 4; ++k16) "
-                                              f"wgmma_k16<{h}>(d, r[k16], smem_desc(block + k16 * 32));\n            break;"
+            .replace("STEP_CASES", "\n".join(f"        case {h // 16}:\n            wgmma_fence(d, r);\n#pragma unroll\n"
+                                              f"            for (int k16 = 0; k16 < 4; ++k16) wgmma_k16<{h}>(d, r[k16], smem_desc(a_block + k16 * 32));\n"
+                                              f"            asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");\n            break;"
                                               for h in HEIGHTS)))
+
 
 CPP_SRC = ("void group_gemm(std::vector<int64_t> ptrs, std::vector<int64_t> dims, int64_t a16, int64_t a16_elements, "
            "int64_t plan, int64_t ctas);")
@@ -605,8 +642,8 @@ def _check_layouts(abc, sizes) -> None:
 
 def _prepare(sizes, device):
     for m, n, k, _ in sizes:
-        if n % 128 or k % 64 or m > 16368 or n >= 128 << 14:
-            raise ValueError("group_gemm v29 needs n % 128 == 0, k % 64 == 0, m <= 16368 and n < 2097152")
+        if n % 128 or k % 128 or m > 16368 or n >= 128 << 14:
+            raise ValueError("group_gemm v29 needs n % 128 == 0, k % 128 == 0, m <= 16368 and n < 2097152")
     table, ctas, heights = plan(sizes, torch.cuda.get_device_properties(device).multi_processor_count)
     a16 = torch.empty(sum(m * k for m, _, k, _ in sizes), dtype=torch.float16, device=device)
     dims = [v for (m, n, k, _), h in zip(sizes, heights) for v in (m, n, k, h)]
