@@ -512,7 +512,7 @@ const Groups& group_table(const std::vector<int64_t>& ptrs, const std::vector<in
         // Rows past the group's end read as zeros and are dropped when stored.
         const cuuint64_t a_dims[2] = {kb * 2, m};
         const cuuint64_t a_stride[1] = {kb * 4};
-        const cuuint32_t a_box[2] = {BK, cuuint32_t(key.dims[i][3])};
+        const cuuint32_t a_box[2] = {64, cuuint32_t(key.dims[i][3])};  // one 64-wide K block
         const cuuint64_t b_dims[2] = {kb, n};
         const cuuint64_t b_stride[1] = {kb};
         const cuuint32_t b_box[2] = {32, BN};
