@@ -63,15 +63,26 @@ __device__ __forceinline__ void wgmma_wait_all(float (&d)[128], uint32_t (&r)[4]
 '''
 
 
-# wgmma.wait_group N, naming the fragments of the group it completes: the wgmmas read their A fragments from
-# registers while they run, and without this the compiler may give those registers to the next step's decode.
+# wgmma.wait_group N, then a real use of the fragments of the group it completes. The wgmmas read their A fragments
+# from registers while they run; ptxas sees only the PTX, where a fragment's last use is its wgmma, and may give its
+# registers to the next block's decode while that wgmma still reads them (seen: E2's build, both fragment sets in
+# R88-R103, wrong results). Folding the fragments into a value after the wait keeps them allocated until the wait;
+# the caller folds every such value into one that it stores, so no step of this can be dropped.
 WGMMA_WAIT = r'''
 template <int N>
-__device__ __forceinline__ void wgmma_wait(uint32_t (&r)[4][4]) {
-    asm volatile("wgmma.wait_group.sync.aligned %16;"
-                 : "+r"(r[0][0]), "+r"(r[0][1]), "+r"(r[0][2]), "+r"(r[0][3]), "+r"(r[1][0]), "+r"(r[1][1]),
-                   "+r"(r[1][2]), "+r"(r[1][3]), "+r"(r[2][0]), "+r"(r[2][1]), "+r"(r[2][2]), "+r"(r[2][3]),
-                   "+r"(r[3][0]), "+r"(r[3][1]), "+r"(r[3][2]), "+r"(r[3][3]) : "n"(N) : "memory");
+__device__ __forceinline__ uint32_t wgmma_wait(const uint32_t (&r)[4][4]) {
+    uint32_t fold;
+    asm volatile("{\n.reg .b32 x;\n"
+                 "wgmma.wait_group.sync.aligned %17;\n"
+                 "xor.b32 x, %1, %2;\nxor.b32 x, x, %3;\nxor.b32 x, x, %4;\nxor.b32 x, x, %5;\n"
+                 "xor.b32 x, x, %6;\nxor.b32 x, x, %7;\nxor.b32 x, x, %8;\nxor.b32 x, x, %9;\n"
+                 "xor.b32 x, x, %10;\nxor.b32 x, x, %11;\nxor.b32 x, x, %12;\nxor.b32 x, x, %13;\n"
+                 "xor.b32 x, x, %14;\nxor.b32 x, x, %15;\nxor.b32 %0, x, %16;\n}"
+                 : "=r"(fold)
+                 : "r"(r[0][0]), "r"(r[0][1]), "r"(r[0][2]), "r"(r[0][3]), "r"(r[1][0]), "r"(r[1][1]), "r"(r[1][2]),
+                   "r"(r[1][3]), "r"(r[2][0]), "r"(r[2][1]), "r"(r[2][2]), "r"(r[2][3]), "r"(r[3][0]), "r"(r[3][1]),
+                   "r"(r[3][2]), "r"(r[3][3]), "n"(N) : "memory");
+    return fold;
 }
 '''
 
@@ -285,6 +296,7 @@ struct Consumer {
     int tid, wg, warp, lane, q, frag_row, s_row0, s_row1;
     Slot slot;
     int chunk_count;  // 32-row chunks of c this warpgroup has staged: chunk i uses box i % 2
+    uint32_t fold;    // the fragments folded after each wait (see wgmma_wait), stored at the end
 };
 
 // One tile, t.rows rows of A by 128 of B: the K loop, then c through the staging boxes. The K loop is one loop for
@@ -315,7 +327,7 @@ __device__ __forceinline__ void tile_product(const Groups& g, const Tile& t, Con
         switch (t.rows / BOX) {
 STEP_CASES
         }
-        wgmma_wait<1>(prev);
+        w.fold ^= wgmma_wait<1>(prev);
     };
     int last_stage = 0;
     for (int i = 0; i < stages_k; ++i) {
@@ -333,6 +345,7 @@ STEP_CASES
         w.slot.advance(w.shape.stages);
     }
     wgmma_wait_all(d, ra, rb);
+    w.fold ^= wgmma_wait<0>(ra) ^ wgmma_wait<0>(rb);
     if (w.lane == 0) bar_arrive(w.empty + 8 * last_stage);  // the tile's last stage
 
     // d[4j + h] holds c[m0 + 8j + 2q + (h & 1), n0 + frag_row + 8 * (h >> 1)] / 128. Each warpgroup stages its 64
@@ -440,10 +453,14 @@ __global__ void __launch_bounds__(THREADS, 1) group_main(const __grid_constant__
     w.c_boxes = smem_addr(smem) + 2 * w.wg * C_BYTES;
     w.slot = Slot{0, 0};
     w.chunk_count = 0;
+    w.fold = 0;
     float d[128];
 #pragma unroll
     for (int i = 0; i < 128; ++i) d[i] = 0.f;
     for (int i = first; i < last; ++i) tile_product(g, unpack(tiles[i]), w, d);
+    // The folded fragments go to a word nothing reads, so ptxas must keep every fold (and so every fragment until its
+    // wait).
+    asm volatile("st.shared.b32 [%0], %1;" :: "r"(smem_addr(smem + BAR_OFFSET + 512)), "r"(w.fold) : "memory");
     if (tid % 128 == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");  // before shared memory goes
 }
 
