@@ -17,6 +17,9 @@ from torch.utils.cpp_extension import load_inline
 from task import input_t, output_t
 
 HEIGHTS = range(16, 257, 16)  # the compiled wgmma N: rows of A per tile
+# Below this many rows a K step costs as much as at this many: the B decode, the same at every height, sets its pace
+# (measured: 96- and 112-row tiles ran no faster per step than 128-row ones, results/h200/NOTES.md).
+FLOOR_ROWS = 128
 
 
 def _wgmma(n: int) -> str:
@@ -42,8 +45,7 @@ def _fences() -> str:
     frags = ", ".join(f'"+r"(r[{i // 4}][{i % 4}])' for i in range(16))
     frags_s = ", ".join(f'"+r"(s[{i // 4}][{i % 4}])' for i in range(16))
     return f'''
-// One accumulator array serves every height: a tile of ROWS rows uses its first ROWS / 2 registers. (With an array
-// per height, ptxas serializes every wgmma of the kernel for want of registers, C7512.)
+// One accumulator array serves every height: a tile of ROWS rows uses its first ROWS / 2 registers.
 template <int ROWS>
 __device__ __forceinline__ void wgmma_k16(float (&d)[128], uint32_t (&a)[4], uint64_t desc);
 
@@ -99,7 +101,6 @@ namespace {
 constexpr int MAX_GROUPS = 8;
 constexpr int WG = 2;                     // consumer warpgroups per CTA, 64 rows of B each
 constexpr int BN = 64 * WG;               // rows of B (columns of c) per tile
-constexpr int MAX_ROWS = 256;             // rows of A per tile at most: the largest wgmma N
 constexpr int BOX = 16;                   // slice heights are multiples of this; rows of c per store
 constexpr int BK = 128;                   // K per stage: two 64-wide K blocks
 constexpr int MAX_STAGES = 8;
@@ -299,15 +300,13 @@ struct Consumer {
     uint32_t fold;    // the fragments folded after each wait (see wgmma_wait), stored at the end
 };
 
-// One tile, t.rows rows of A by 128 of B: the K loop, then c through the staging boxes. The K loop is one loop for
-// every height, with the height's wgmmas picked per K block: with a loop per height (a template instantiated 16
-// times) ptxas serializes every wgmma of the kernel (C7511, C7512). Each case fences, issues and commits its own
-// group: a commit after the switch becomes an empty wgmma group of its own, and the wait for all but one group
-// then waits for the real one.
+// One tile, ROWS rows of A by 128 of B: the K loop, then c through the staging boxes. (Picking the height's wgmmas
+// per K block instead, with one loop for every height, cost 10% in the dispatch on m=[128,384] n=4096 k=1536.)
+template <int ROWS>
 __device__ __forceinline__ void tile_product(const Groups& g, const Tile& t, Consumer& w, float (&d)[128]) {
     const int stages_k = g.kb[t.group] / 64;
 #pragma unroll
-    for (int i = 0; i < 128; ++i) d[i] = 0.f;
+    for (int i = 0; i < 128; ++i) d[i] = 0.f;  // all of them (zeroing only the tile's made ptxas serialize, C7511)
     // K block 0 of a stage is decoded into ra and block 1 into rb, each while the other's group may still run.
     uint32_t ra[4][4] = {}, rb[4][4] = {};
     auto block = [&](uint32_t (&r)[4][4], uint32_t (&prev)[4][4], const uint8_t* bt, const uint8_t* sc, uint32_t a_block) {
@@ -324,9 +323,10 @@ __device__ __forceinline__ void tile_product(const Groups& g, const Tile& t, Con
             r[2][e] = hmul2(pair<2>(x[e]), sf);
             r[3][e] = hmul2(pair<3>(x[e]), sf);
         }
-        switch (t.rows / BOX) {
-STEP_CASES
-        }
+        wgmma_fence(d, r);
+#pragma unroll
+        for (int k16 = 0; k16 < 4; ++k16) wgmma_k16<ROWS>(d, r[k16], smem_desc(a_block + k16 * 32));
+        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
         w.fold ^= wgmma_wait<1>(prev);
     };
     int last_stage = 0;
@@ -353,9 +353,8 @@ STEP_CASES
     // one before; a chunk leaves as two 16-row boxes, or one where the tile ends 16 rows into it. Rows past the
     // group's end are dropped by the store.
 #pragma unroll
-    for (int chunk = 0; chunk < MAX_ROWS / 32; ++chunk) {
-        if (32 * chunk >= t.rows) break;
-        const int groups8 = t.rows - 32 * chunk >= 32 ? 4 : 2;  // 8-row groups in this chunk
+    for (int chunk = 0; chunk < (ROWS + 31) / 32; ++chunk) {
+        const int groups8 = ROWS - 32 * chunk >= 32 ? 4 : 2;  // 8-row groups in this chunk
         // At most one chunk's stores in flight: those reading the other box.
         if (w.tid % 128 == 0) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
         asm volatile("bar.sync %0, 128;" :: "r"(1 + w.wg) : "memory");
@@ -367,8 +366,7 @@ STEP_CASES
             const int r = 2 * w.q + (h & 1), col = w.warp * 16 + w.lane / 4 + 8 * (h >> 1);
             const uint32_t at = box + r * 128 + (((col / 8) ^ r) << 4) + (col % 8) * 2;
 #pragma unroll
-            for (int jj = 0; jj < 4; ++jj) {
-                if (jj == groups8) break;
+            for (int jj = 0; jj < groups8; ++jj) {
                 const __half v = __float2half_rn(d[4 * (jj + 4 * chunk) + h] * 128.f);
                 asm volatile("st.shared.b16 [%0], %1;" :: "r"(at + jj * 1024), "h"(__half_as_ushort(v)) : "memory");
             }
@@ -457,7 +455,12 @@ __global__ void __launch_bounds__(THREADS, 1) group_main(const __grid_constant__
     float d[128];
 #pragma unroll
     for (int i = 0; i < 128; ++i) d[i] = 0.f;
-    for (int i = first; i < last; ++i) tile_product(g, unpack(tiles[i]), w, d);
+    for (int i = first; i < last; ++i) {
+        const Tile t = unpack(tiles[i]);
+        switch (t.rows / BOX) {
+TILE_CASES
+        }
+    }
     // The folded fragments go to a word nothing reads, so ptxas must keep every fold (and so every fragment until its
     // wait).
     asm volatile("st.shared.b32 [%0], %1;" :: "r"(smem_addr(smem + BAR_OFFSET + 512)), "r"(w.fold) : "memory");
@@ -580,10 +583,7 @@ void group_gemm(std::vector<int64_t> ptrs, std::vector<int64_t> dims, int64_t a1
     TORCH_CHECK(cudaLaunchKernelEx(&config, group_main, g) == cudaSuccess, "group_gemm v29: launch failed");
 }
 """.replace("WGMMA_FUNCTIONS", _fences() + "".join(_wgmma(h) for h in HEIGHTS) + WGMMA_WAIT)
-            .replace("STEP_CASES", "\n".join(f"        case {h // 16}:\n            wgmma_fence(d, r);\n#pragma unroll\n"
-                                              f"            for (int k16 = 0; k16 < 4; ++k16) wgmma_k16<{h}>(d, r[k16], smem_desc(a_block + k16 * 32));\n"
-                                              f"            asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");\n            break;"
-                                              for h in HEIGHTS)))
+            .replace("TILE_CASES", "\n".join(f"        case {h // 16}: tile_product<{h}>(g, t, w, d); break;" for h in HEIGHTS)))
 
 
 CPP_SRC = ("void group_gemm(std::vector<int64_t> ptrs, std::vector<int64_t> dims, int64_t a16, int64_t a16_elements, "
@@ -610,9 +610,10 @@ def _tiles(sizes, parts) -> list:
     tiles = []
     for gi, ((m, n, k, _), p) in enumerate(zip(sizes, parts)):
         rows = _height(m, p)
-        cost = (k // 64) * max(rows, 64)  # below 64 rows the B decode, not the wgmma, sets a step's pace
+        cost = (k // 64) * max(rows, FLOOR_ROWS)
+        # The slices of one block of B side by side, so that CTAs running at once share it in L2.
         tiles += [(cost, gi | (s * rows // 16) << 4 | (rows // 16 - 1) << 14 | nb << 18)
-                  for s in range(p) for nb in range(n // 128)]
+                  for nb in range(n // 128) for s in range(p)]
     return tiles
 
 
