@@ -1,13 +1,17 @@
 """group_gemm v29 — tiles as tall as their group: the wgmma N fitted to each group's rows, placed longest first.
 
-Parent: v28. Idea: v28 cut every group into 128-row tiles, so a group of 80 rows multiplied 48 rows of zeros,
-one of 176 rows decoded its B twice, and 27-62% of the benchmark shapes' MMA work was padding. Here a tile is
-128 rows of B by a slice of the group's rows as tall as the rows need, in steps of 16 up to 256: the wgmma's N
-(one of 16 compiled heights) is the slice's height, and a group is cut into as few equal slices as its height
-allows, so B is decoded once per slice and A arrives as one box per K step (a box per slice height). Tiles now differ in cost, so the host plans
-the placement once per set of sizes: each tile's cost is its K steps times its height (at least 64 rows, below
-which the decode sets the pace), tiles go longest first to the least loaded CTA, and a group is cut into more
-slices while that shortens the longest CTA's work. Each CTA walks its own list from a table on the device.
+Parent: v28. Idea: v28 cut every group into 128-row tiles, so a group of 80 rows multiplied 48 rows of zeros and
+one of 176 rows decoded its B twice; on m=[40..196] n=7168 k=2048, 38% of the MMA work was padding. Here a tile
+is 128 rows of B by a slice of the group's rows as tall as the rows need, in steps of 16 up to 240: the wgmma's N
+is the slice's height (a K loop compiled per height, picked per tile), and a group is cut into as few equal
+slices as its height allows, so B is decoded once per slice and A arrives as one box per K block. Tiles now
+differ in cost, so the host plans the placement once per set of sizes: a tile costs its K steps times its height
+(at least 128 rows: below that the B decode, the same at every height, sets a step's pace), tiles go longest
+first to the least loaded CTA, a group is cut into more slices while that shortens the longest CTA's work, and
+each CTA walks its own list from a table on the device, with a ring sized for its tallest tile (3 to 8 stages).
+Also new here, for every height: the fragments of each retired wgmma group are folded into a value after the
+wait that retires them, so ptxas cannot give a running wgmma's fragment registers to the next decode (without
+it, a build of this kernel for one height put both fragment sets in the same registers and was wrong).
 Measured: not yet.
 """
 import heapq
@@ -16,7 +20,7 @@ import torch
 from torch.utils.cpp_extension import load_inline
 from task import input_t, output_t
 
-HEIGHTS = range(16, 257, 16)  # the compiled wgmma N: rows of A per tile
+HEIGHTS = range(16, 241, 16)  # the compiled wgmma N: rows of A per tile
 # Below this many rows a K step costs as much as at this many: the B decode, the same at every height, sets its pace
 # (measured: 96- and 112-row tiles ran no faster per step than 128-row ones, results/h200/NOTES.md).
 FLOOR_ROWS = 128
@@ -600,9 +604,9 @@ def _height(m: int, parts: int) -> int:
 
 
 def _fits(m: int, parts: int) -> bool:
-    """Whether `parts` slices of that height all start inside the group (at most 256 rows each)."""
+    """Whether `parts` slices of that height all start inside the group, each at most HEIGHTS' tallest."""
     height = _height(m, parts)
-    return height <= 256 and (parts - 1) * height < m
+    return height <= HEIGHTS[-1] and (parts - 1) * height < m
 
 
 def _tiles(sizes, parts) -> list:
@@ -632,7 +636,7 @@ def plan(sizes, ctas: int):
     """The kernel's tile table (CTA starts, then tiles), its CTA count and each group's slice height. Each group
     starts in as few slices as its height allows; a group gets more slices while that shortens the longest CTA's
     work."""
-    parts = [-(-m // 256) for m, _, _, _ in sizes]
+    parts = [next(p for p in range(1, m + 1) if _fits(m, p)) for m, _, _, _ in sizes]
     lists, span = _place(_tiles(sizes, parts), ctas)
     improved = True
     while improved:
