@@ -12,9 +12,17 @@ setmaxnreg (C7508), an injected warpgroup.arrive (C7519, a fence more per site, 
 nvcc's, or 1 when a kernel spills, has its wgmmas serialized or its setmaxnreg ignored, so a draft is caught
 here before it costs device time. Files that use torch's tensor API in their C++ do not compile against the
 stand-in; every wgmma-era file does.
+
+Where a cuobjdump is found (PATH, $CUDA_HOME/bin, or the one in Triton's package), the machine code is also
+checked for the fragment hazard: a register that a wgmma still in flight reads as its A fragment, written
+before the wgmma.wait_group that retires its group. ptxas does not guard this (wgmma reads those registers
+while it runs, and the PTX shows no later use), and such a build computes wrong results; a hazard exits 1.
 """
 import argparse
+import glob
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -56,6 +64,61 @@ def kernel_report(stderr: str) -> list:
         if regs and rows and rows[-1][1] == "?":
             rows[-1][1] = regs.group(1)
     return rows
+
+
+# Instructions whose first register operand is not written.
+NOT_WRITING = ("ST", "BRA", "BAR", "RED", "ATOM", "SYNCS", "WARPGROUP", "EXIT", "RET", "CALL", "UTMA", "UBLKCP",
+               "NOP", "ISETP", "FSETP", "PLOP3", "USETP", "HGMMA", "DEPBAR", "MEMBAR", "FENCE", "ERRBAR", "CCTL")
+
+
+def fragment_hazards(sass: str) -> list:
+    """Instructions that write a register an unretired wgmma reads as its A fragment, in program order per function.
+    A wgmma group ends at the HGMMA carrying gsb0; WARPGROUP.DEPBAR.LE gsb0, N retires all but the N newest."""
+    found, groups, open_group = [], [], set()
+    for line in sass.splitlines():
+        if "Function :" in line:
+            groups, open_group = [], set()
+        match = re.search(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;", line)
+        if not match:
+            continue
+        address, instruction = match.groups()
+        body = re.sub(r"^@!?U?P\w+\s+", "", instruction)
+        op = body.split()[0]
+        operands = [o.strip() for o in body[len(op):].split(",")]
+        if op.startswith("HGMMA"):
+            if len(operands) > 1 and re.fullmatch(r"R\d+", operands[1]):
+                first = int(operands[1][1:])
+                open_group |= set(range(first, first + 4))
+            if "gsb0" in body:
+                groups.append(open_group)
+                open_group = set()
+            continue
+        retire = re.match(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x([0-9a-f]+)", body)
+        if retire:
+            keep = int(retire.group(1), 16)
+            groups = groups[len(groups) - keep:] if keep else []
+            continue
+        target = re.fullmatch(r"R(\d+)", operands[0]) if operands else None
+        if op.startswith(NOT_WRITING) or not target:
+            continue
+        width = 2 if re.search(r"\.(64|WIDE)\b", op) else 1
+        written = set(range(int(target.group(1)), int(target.group(1)) + width))
+        if written & set().union(open_group, *groups):
+            found.append(f"{address}: {instruction.strip()}")
+    return found
+
+
+def find_cuobjdump() -> str | None:
+    found = shutil.which("cuobjdump")
+    if found:
+        return found
+    candidates = [os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "cuobjdump")]
+    try:
+        import triton
+        candidates += glob.glob(os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump"))
+    except ImportError:
+        pass
+    return next((c for c in candidates if os.path.exists(c)), None)
 
 
 def readable(mangled: str) -> str:
@@ -102,8 +165,19 @@ def main() -> int:
         print("  " + text + (f" ({times} places)" if times > 1 else ""))
     if done.returncode != 0:
         return done.returncode
+    hazards = []
+    cuobjdump = find_cuobjdump()
+    if cuobjdump is None:
+        print("  fragment hazards: not checked (no cuobjdump here; Triton's package carries one)")
+    else:
+        sass = subprocess.run([cuobjdump, "-sass", str(source.with_suffix(".o"))], capture_output=True, text=True).stdout
+        hazards = fragment_hazards(sass)
+        wgmmas = len(re.findall(r"HGMMA\.\S+ R\d+, R\d+,", sass))
+        print(f"  fragment hazards: {len(hazards)} (wgmmas with A from registers: {wgmmas})")
+        for hazard in hazards[:8]:
+            print("    " + hazard)
     spilled = any(row[3] != "0" or row[4] != "0" for row in rows)
-    return 1 if spilled or any(FATAL.search(line) for line in lines) else 0
+    return 1 if spilled or hazards or any(FATAL.search(line) for line in lines) else 0
 
 
 if __name__ == "__main__":

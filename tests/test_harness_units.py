@@ -201,3 +201,30 @@ def test_kernel_debug_shows_each_group_of_a_list_output(tmp_path):
     groups = out.output.split("group 1:")
     assert len(groups) == 2 and "group 0: about 0.0% of elements wrong, 0 NaN" in groups[0]
     assert "256 NaN" in groups[1] and "rows      0: 1.00 0.00" in groups[1] and "rows     16: 0.00 0.00" in groups[1]
+
+
+def test_compile_check_finds_a_fragment_written_while_its_wgmma_may_run():
+    """The SASS check flags a write to a register that an unretired wgmma reads as its A fragment, and nothing once
+    the wait that retires that wgmma's group has come (the E2 build of group_gemm v29 had 41 such writes)."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+    import compile_check
+
+    def sass(*instructions):
+        return "\n".join(f"        /*{16 * i:04x}*/                   {ins} ;" for i, ins in enumerate(instructions))
+
+    first = "HGMMA.64x128x16.F32 R24, R88, gdesc[UR16], R24, gsb0"
+    second = "HGMMA.64x128x16.F32 R24, R104, gdesc[UR16], R24, gsb0"
+    # Both groups in flight; a wait that keeps one leaves the newer group's registers (R104-R107) busy.
+    assert compile_check.fragment_hazards(sass(first, second, "WARPGROUP.DEPBAR.LE gsb0, 0x1",
+                                               "IMAD.SHL.U32 R90, R9, 0x20, RZ")) == []
+    assert compile_check.fragment_hazards(sass(first, second, "WARPGROUP.DEPBAR.LE gsb0, 0x1",
+                                               "LOP3.LUT R105, R9, 0xe000e00, RZ, 0xc0, !PT")) == \
+        ["0030: LOP3.LUT R105, R9, 0xe000e00, RZ, 0xc0, !PT"]
+    # Before any wait, a 64-bit load into R90-R91 overlaps the first fragment; after the full wait nothing does.
+    assert len(compile_check.fragment_hazards(sass(first, "LD.E.64 R90, desc[UR4][R2.64]"))) == 1
+    assert compile_check.fragment_hazards(sass(first, "WARPGROUP.DEPBAR.LE gsb0, 0x0",
+                                               "LD.E.64 R90, desc[UR4][R2.64]")) == []
+    # Stores read their first register: not a write.
+    assert compile_check.fragment_hazards(sass(first, "STS [R2], R88")) == []
