@@ -48,6 +48,29 @@ def test_plan_multiplies_fewer_than_16_padded_rows_per_slice_and_balances(v29):
     for g, mm in enumerate(m):
         heights = [h for (gg, _), h in slices.items() if gg == g]
         assert 0 <= sum(heights) - mm < 16 * len(heights)
-    cost = [112 * max(decode(code)[2], 64) for code in table[ctas + 1:]]
+    cost = [7168 // 64 * max(decode(code)[2], v29.FLOOR_ROWS) for code in table[ctas + 1:]]
     loads = [sum(cost[table[b]:table[b + 1]]) for b in range(ctas)]
     assert max(loads) <= sum(loads) / 132 + max(cost)
+
+
+@pytest.mark.parametrize("m, height, tiles", [(8, 16, 2), (240, 128, 4), (241, 128, 4), (16368, 128, 256)])
+def test_plan_of_a_single_group_at_the_height_limits(v29, m, height, tiles):
+    """Fewer than 16 rows make one 16-row slice; a lone group of 240 rows (two blocks of B) is cut in two, since two
+    128-row slices finish sooner on four CTAs than one 240-row slice on two; the tallest group the tile code allows
+    is cut into 128-row slices for 132 CTAs."""
+    table, ctas, heights = v29.plan([(m, 256, 256, 1)], 132)
+    assert heights == [height] and table[ctas] == len(table) - ctas - 1 == tiles and ctas == min(tiles, 132)
+
+
+def test_plan_splits_groups_that_tie_for_the_longest_cta(v29):
+    """Eight equal groups of 240 rows and one block of B each: splitting any one alone leaves the longest CTA as long,
+    but the plan still splits them all, so 16 CTAs work instead of 8."""
+    table, ctas, heights = v29.plan([(240, 128, 1024, 1)] * 8, 132)
+    assert ctas == 16 and heights == [128] * 8
+
+
+@pytest.mark.parametrize("sizes", [[(0, 128, 256, 1)], [(16, (1 << 20) + 128, 256, 1)], [(16, 128, 192, 1)],
+                                   [(16384, 128, 256, 1)], [(16368, 128, 1 << 21, 1)]])
+def test_sizes_the_kernel_cannot_address_are_refused_before_any_device_work(v29, sizes):
+    with pytest.raises(ValueError, match="group_gemm v29 needs"):
+        v29._prepare(sizes, "cpu")

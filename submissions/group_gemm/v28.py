@@ -6,8 +6,8 @@ are read-write operands of the wgmmas, the fence and the wait that retires their
 as dual_gemm v11 on): the compiler can no longer hand a running wgmma's fragment registers to the next block's
 decode. Tiles, ring and epilogue are v27's. This is the register budget that v29's taller tiles need.
 (The operands alone do not pin the fragments: ptxas sees no use of them after their wgmma in the PTX. This build
-has no fragment written under a running wgmma, by scripts/compile_check.py's SASS check; v29 folds them after
-their wait, which does pin them.)
+has no fragment written under a running wgmma, by scripts/compile_check.py's SASS check; v29 also folds them
+after their wait, a later use that keeps them allocated past their wgmma.)
 Measured (H200, arena timing, 3 interleaved rounds, results/h200/group_gemm_diff_v27_v28_v29.txt): 1.013x of v27
 (95% CI 1.01-1.02), per shape 1.03 / 1.03 / 1.01 / 0.99x.
 Benchmark mode (H200, arena timing): 135.5 / 84.5 / 31.3 / 17.2 µs, geomean 49.8 µs = 2.50x SOL (H100: 50.4 µs).
