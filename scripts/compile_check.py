@@ -121,7 +121,7 @@ def fragment_hazards(sass: str) -> list:
                 code.append((int(address, 16), instruction.strip(), body))
         at = {address: i for i, (address, _, _) in enumerate(code)}
         entry = {}  # instruction index -> (groups, open group) carried in by a backward branch
-        hazards, pending, start = set(), [0], None
+        hazards, pending = set(), [0]
         while pending:
             start = pending.pop()
             groups, busy = entry.get(start, ([], set()))

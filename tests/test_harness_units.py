@@ -1,6 +1,9 @@
 """Stats, the stopping rule, POPCORN headers, SOL and the results file."""
+import importlib
 import json
 import math
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +15,14 @@ from reference import get_task
 from reference.cases import cases, leaderboards
 
 BOARDS = leaderboards()
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+
+
+def script(name: str):
+    """A module of scripts/, which is a folder of programs, not a package."""
+    if str(SCRIPTS) not in sys.path:
+        sys.path.insert(0, str(SCRIPTS))
+    return importlib.import_module(name)
 
 
 def test_stats_match_contest_definitions():
@@ -137,10 +148,7 @@ def test_tables_print_user_text_literally():
 
 
 def test_predecoded_baseline_computes_the_task():
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-    import predecoded_baseline as pb
+    pb = script("predecoded_baseline")
     for task in pb.TASKS:
         for case in cases(task, "smoke"):
             data = get_task(task).generate_input(**case.args)
@@ -163,12 +171,8 @@ def test_contest_timing_says_what_it_does_not_watch():
 
 
 def test_kernel_debug_shows_where_an_output_goes_wrong(tmp_path):
-    import sys
-    from pathlib import Path
-
     from click.testing import CliRunner
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-    import kernel_debug
+    kernel_debug = script("kernel_debug")
     wrong = tmp_path / "corner.py"  # right except its first 64 x 64 block
     wrong.write_text("from reference.gemm import ref_kernel\n\n"
                      "def custom_kernel(data):\n"
@@ -183,12 +187,8 @@ def test_kernel_debug_shows_where_an_output_goes_wrong(tmp_path):
 
 
 def test_kernel_debug_shows_each_group_of_a_list_output(tmp_path):
-    import sys
-    from pathlib import Path
-
     from click.testing import CliRunner
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-    import kernel_debug
+    kernel_debug = script("kernel_debug")
     wrong = tmp_path / "group_corner.py"  # right except the first 16 x 16 block of group 1
     wrong.write_text("from reference.group_gemm import ref_kernel\n\n"
                      "def custom_kernel(data):\n"
@@ -206,10 +206,7 @@ def test_kernel_debug_shows_each_group_of_a_list_output(tmp_path):
 def test_compile_check_finds_a_fragment_written_while_its_wgmma_may_run():
     """The SASS check flags a write to a register that an unretired wgmma reads as its A fragment, and nothing once
     the wait that retires that wgmma's group has come (the E2 build of group_gemm v29 had 41 such writes)."""
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-    import compile_check
+    compile_check = script("compile_check")
 
     def sass(*instructions):
         return "\n".join(f"        /*{16 * i:04x}*/                   {ins} ;" for i, ins in enumerate(instructions))
@@ -242,10 +239,7 @@ def test_compile_check_finds_a_fragment_written_while_its_wgmma_may_run():
 def test_compile_check_finds_the_hazard_of_a_real_build():
     """An excerpt of the SASS of the build that computed wrong results (group_gemm v29 drafted for one height, tree
     073d8db): block 1's decode writes R88-R103 while block 0's wgmmas read them."""
-    import sys
-    from pathlib import Path
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
-    import compile_check
+    compile_check = script("compile_check")
     excerpt = (Path(__file__).resolve().parent / "sass" / "group_gemm_v29_one_height_073d8db.sass").read_text()
     found = compile_check.fragment_hazards(excerpt)
     assert found and all(int(line.split(",")[0].split()[-1][1:]) in range(88, 104) for line in found)
@@ -256,16 +250,10 @@ def test_the_best_wgmma_kernels_build_without_a_fragment_hazard():
     wgmma (needs nvcc and a cuobjdump, as Triton's package carries; skipped without them)."""
     import shutil
     import subprocess
-    import sys
-    from pathlib import Path
-
-    import pytest
-    root = Path(__file__).resolve().parent.parent
-    sys.path.insert(0, str(root / "scripts"))
-    import compile_check
+    compile_check = script("compile_check")
     if shutil.which("nvcc") is None or compile_check.find_cuobjdump() is None:
         pytest.skip("needs nvcc and cuobjdump")
     for task, version in (("gemm", "v20"), ("dual_gemm", "v19"), ("group_gemm", "v29")):
-        done = subprocess.run([sys.executable, str(root / "scripts" / "compile_check.py"), task, version],
-                              capture_output=True, text=True, cwd=root)
+        done = subprocess.run([sys.executable, str(SCRIPTS / "compile_check.py"), task, version],
+                              capture_output=True, text=True, cwd=SCRIPTS.parent)
         assert done.returncode == 0 and "fragment hazards: 0 " in done.stdout, (task, version, done.stdout)

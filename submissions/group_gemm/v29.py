@@ -473,8 +473,8 @@ __global__ void __launch_bounds__(THREADS, 1) group_main(const __grid_constant__
 TILE_CASES
         }
     }
-    // The folded fragments go to a word nothing reads, so ptxas must keep every fold (and so every fragment until its
-    // wait).
+    // The folded fragments go to a word nothing reads, so ptxas must keep every fold, and so every fragment past its
+    // wgmma (not necessarily past its wait: scripts/compile_check.py checks the machine code).
     asm volatile("st.shared.b32 [%0], %1;" :: "r"(smem_addr(smem + BAR_OFFSET + 512)), "r"(w.fold) : "memory");
     if (tid % 128 == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");  // before shared memory goes
 }
