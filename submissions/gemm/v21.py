@@ -263,8 +263,9 @@ constexpr int DECODE_BATCH = 4;  // pieces whose loads a thread has in flight at
 
 // A -> fp16 into this call's buffer, by a grid that fits beside the previous call's main kernel (each thread takes
 // pieces a grid apart, DECODE_BATCH at a time). A programmatic dependent of that kernel, which reads the other
-// buffer: it lets this call's main kernel go once its stores are issued, and completes only after that kernel
-// has, so a main kernel past its wait implies that every earlier kernel of ours is complete.
+// buffer: it lets this call's main kernel go once its stores are issued, and completes only after that kernel has
+// (block 0 waits for it; the others leave, so their registers do not keep the next main kernel off their SMs). A
+// main kernel past its wait then implies that every earlier kernel of ours is complete.
 __global__ void __launch_bounds__(DECODE_THREADS) decode_a(const uint8_t* __restrict__ a, const uint8_t* __restrict__ sfa,
                                                           __half* __restrict__ a16, int pieces, int kb) {
     const int stride = gridDim.x * DECODE_THREADS;
@@ -280,7 +281,7 @@ __global__ void __launch_bounds__(DECODE_THREADS) decode_a(const uint8_t* __rest
     // A is written through the generic proxy; the main kernel's copy engine reads it through the async proxy.
     asm volatile("fence.proxy.async.global;" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    asm volatile("griddepcontrol.wait;" ::: "memory");
+    if (blockIdx.x == 0) asm volatile("griddepcontrol.wait;" ::: "memory");
 }
 
 __global__ void __launch_bounds__(THREADS, 1) gemm_main(const __grid_constant__ Params p) {
