@@ -5,9 +5,16 @@ first spends a decode and a barrier round trip with its tensor cores idle (about
 m=128 n=7168 k=2048 shape). Here a separate decode kernel writes one of two fp16 A buffers, lets the main kernel
 go, and completes only after the previous call's main kernel has; the main kernel lets the next decode go only
 after its own wait. A main kernel past its wait then implies that every earlier kernel of ours has completed, so
-the next call's decode runs beside this main kernel on the SM room it leaves and overwrites only the buffer the
-main kernel before this one read. The grid barrier remains only behind the workspace's rounding.
-Measured: see results/h200/gemm_diff_v20_v21.txt.
+the next call's decode runs beside this main kernel on the SMs it leaves and overwrites only the buffer the main
+kernel before this one read. Only block 0 of the decode waits for the previous main kernel: a first draft in
+which every block waited (tree ed0e16f) ran 0.947x of v20, its blocks' registers keeping the next main kernel's
+CTAs off their SMs until the previous one had completed. The grid barrier remains only behind the workspace's
+rounding. (The measured tree lacked the __syncthreads after the barriers' initialisation, which v20's decode
+had provided; it is restored here.)
+Measured (H200, arena timing, 3 interleaved rounds, results/h200/gemm_diff_v20_v21.txt): 1.010x of v20 (95% CI
+1.01-1.01), per shape 1.044 / 0.907 / 1.089x: the shapes whose main grid leaves 20 SMs idle gain, the workspace
+shape (128 CTAs on 132 SMs) loses.
+Benchmark mode (H200, arena timing, tree 1b1998a): 57.08 / 26.59 / 12.35 µs, geomean 26.57 µs = 2.78x SOL.
 """
 import torch
 from torch.utils.cpp_extension import load_inline
@@ -306,6 +313,7 @@ __global__ void __launch_bounds__(THREADS, 1) gemm_main(const __grid_constant__ 
     // other A buffer; see decode_a).
     asm volatile("griddepcontrol.wait;" ::: "memory");
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+    __syncthreads();  // the ring's barriers are initialised before any thread waits on them
     if (tid >= CONSUMERS) {
         // Producer warp: one thread walks the same static schedule and keeps the ring full, running
         // ahead into the next tile while the consumers finish this one.
