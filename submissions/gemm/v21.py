@@ -8,13 +8,12 @@ after its own wait. A main kernel past its wait then implies that every earlier 
 the next call's decode runs beside this main kernel on the SMs it leaves and overwrites only the buffer the main
 kernel before this one read. Only block 0 of the decode waits for the previous main kernel: a first draft in
 which every block waited (tree ed0e16f) ran 0.947x of v20, its blocks' registers keeping the next main kernel's
-CTAs off their SMs until the previous one had completed. The grid barrier remains only behind the workspace's
-rounding. (The measured tree lacked the __syncthreads after the barriers' initialisation, which v20's decode
-had provided; it is restored here.)
-Measured (H200, arena timing, 3 interleaved rounds, results/h200/gemm_diff_v20_v21.txt): 1.010x of v20 (95% CI
-1.01-1.01), per shape 1.044 / 0.907 / 1.089x: the shapes whose main grid leaves 20 SMs idle gain, the workspace
-shape (128 CTAs on 132 SMs) loses.
-Benchmark mode (H200, arena timing, tree 1b1998a): 57.08 / 26.59 / 12.35 µs, geomean 26.57 µs = 2.78x SOL.
+CTAs off their SMs until the previous one had completed; a second draft (tree 1b1998a) lacked the
+__syncthreads after the barriers' initialisation, which v20's decode had provided, and is not this file.
+Measured (H200, arena timing, 3 interleaved rounds, tree 44ace14, results/h200/gemm_diff_v20_v21_v22.txt):
+1.010x of v20 (95% CI 1.01-1.01), per shape 1.046 / 0.906 / 1.085x: the shapes whose main grid leaves 20 SMs
+idle gain, the workspace shape (128 CTAs on 132 SMs) loses.
+Benchmark mode (H200, arena timing, tree 44ace14): 57.30 / 26.62 / 12.44 µs, geomean 26.67 µs = 2.79x SOL.
 """
 import torch
 from torch.utils.cpp_extension import load_inline

@@ -1,13 +1,15 @@
 """gemm v22 — A decoded beside the previous call only where the main grid leaves SMs for it; else in the kernel.
 
 Parent: v21. Idea: v21's decode kernel runs on the SMs the previous call's main kernel leaves idle. The shapes
-whose grid of 112 CTAs leaves 20 of 132 SMs idle gained (1.044x and 1.089x of v20), the workspace shape's grid
-of 128 CTAs leaves 4 and lost (0.907x): there the decode finds no room beside the main kernel (whose registers
+whose grid of 112 CTAs leaves 20 of 132 SMs idle gained (1.046x and 1.085x of v20), the workspace shape's grid
+of 128 CTAs leaves 4 and lost (0.906x): there the decode finds no room beside the main kernel (whose registers
 leave none for another block) and runs after it. Here the host picks per shape: where the main grid leaves at
 least an eighth of the SMs idle, A is decoded by v21's separate kernel; otherwise by the main kernel's own
 threads behind a grid barrier, as in v20. Both paths use the alternate A buffers and the same order of waits, so
 consecutive calls may take either.
-Measured: see results/h200/gemm_diff_v20_v21_v22.txt.
+Measured (H200, arena timing, 3 interleaved rounds, tree 44ace14, results/h200/gemm_diff_v20_v21_v22.txt):
+1.050x of v20 (95% CI 1.05-1.05), 1.04x of v21; per shape 1.053 / 1.007 / 1.092x of v20.
+Benchmark mode (H200, arena timing, tree 44ace14): 56.94 / 23.91 / 12.32 µs, geomean 25.60 µs = 2.67x SOL.
 """
 import torch
 from torch.utils.cpp_extension import load_inline
