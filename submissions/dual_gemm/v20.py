@@ -2,7 +2,7 @@
 
 Parent: v19. Idea: v19 gives each CTA whole tiles (or, in a cluster, half a tile), so the m=512 n=3072 shape's 96
 tiles leave 36 of 132 SMs idle for the whole kernel and the m=256 n=3072 shape's 96 half tiles leave 36 too. Here,
-where it shortens the most loaded CTA's share by a tenth, the tiles' K steps are laid end to end and CTA b takes
+where its share of K steps plus the fixup's cost is below the most loaded CTA's steps under v19's schedule, the tiles' K steps are laid end to end and CTA b takes
 the b-th of 132 equal contiguous shares. Only a CTA's first segment can start inside a tile: it stores its fp32
 sums to its own slot of a workspace (early, since it is that CTA's first work) and raises its flag; the CTA whose
 segment starts the tile (its last work) waits for the flags of the CTAs after it, adds their sums and finishes
@@ -175,27 +175,22 @@ struct Params {
 
 // The first of CTA b's K steps in the tiles' end-to-end order.
 __device__ __forceinline__ int share_begin(const Params& p, int b) {
-    return int((long long)p.total * b / gridDim.x);
+    return int(unsigned(p.total) * unsigned(b) / gridDim.x);  // the host keeps total x grid below 2^31
 }
 
 // Calls f(tile, first step, steps) for each piece of work of this CTA, in order: whole tiles or K-slices of them
 // (u = blockIdx.x, blockIdx.x + gridDim.x, ...), or under stream-K the pieces of tiles its share covers.
-template <class F>
+template <bool STREAM, class F>
 __device__ __forceinline__ void for_each_segment(const Params& p, F&& f) {
-    int pos = p.stream ? share_begin(p, blockIdx.x) : 0;
-    const int end = p.stream ? share_begin(p, blockIdx.x + 1) : 0;
-    for (int u = blockIdx.x;;) {
-        int t, first, count;
-        if (p.stream) {
-            if (pos >= end) break;
-            t = pos / p.steps; first = pos % p.steps; count = min(p.steps - first, end - pos);
+    if constexpr (STREAM) {
+        const int end = share_begin(p, blockIdx.x + 1);
+        for (int pos = share_begin(p, blockIdx.x); pos < end;) {
+            const int t = pos / p.steps, first = pos % p.steps, count = min(p.steps - first, end - pos);
+            f(t, first, count);
             pos += count;
-        } else {
-            if (u >= p.units) break;
-            t = u / p.split; first = (u % p.split) * p.steps; count = p.steps;
-            u += gridDim.x;
         }
-        f(t, first, count);
+    } else {
+        for (int u = blockIdx.x; u < p.units; u += gridDim.x) f(u / p.split, (u % p.split) * p.steps, p.steps);
     }
 }
 
@@ -328,12 +323,12 @@ __device__ __forceinline__ void add_parts(float (&d)[128], const Params& p, int 
         asm volatile("barrier.sync 1, %0;" :: "n"(CONSUMERS) : "memory");
         const float4* slot = reinterpret_cast<const float4*>(p.part) + long(b) * 32 * CONSUMERS + tid;
 #pragma unroll
-        for (int i0 = 0; i0 < 32; i0 += 8) {
-            float4 v[8];
+        for (int i0 = 0; i0 < 32; i0 += 4) {
+            float4 v[4];
 #pragma unroll
-            for (int i = 0; i < 8; ++i) v[i] = __ldcg(slot + (i0 + i) * CONSUMERS);
+            for (int i = 0; i < 4; ++i) v[i] = __ldcg(slot + (i0 + i) * CONSUMERS);
 #pragma unroll
-            for (int i = 0; i < 8; ++i) {
+            for (int i = 0; i < 4; ++i) {
                 d[4 * (i0 + i)] += v[i].x; d[4 * (i0 + i) + 1] += v[i].y;
                 d[4 * (i0 + i) + 2] += v[i].z; d[4 * (i0 + i) + 3] += v[i].w;
             }
@@ -341,6 +336,8 @@ __device__ __forceinline__ void add_parts(float (&d)[128], const Params& p, int 
     }
 }
 
+// STREAM: the stream-K schedule (a separate build, so that the other schedules' code is v19's).
+template <bool STREAM>
 __global__ void __launch_bounds__(THREADS, 1) dual_main(const __grid_constant__ Params p) {
     extern __shared__ uint8_t smem_raw[];
     uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -370,7 +367,7 @@ __global__ void __launch_bounds__(THREADS, 1) dual_main(const __grid_constant__ 
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" :: "n"(PRODUCER_REGS));
         if (tid != CONSUMERS) return;
         int j = 0;  // ring position
-        for_each_segment(p, [&](int t, int first, int count) {
+        for_each_segment<STREAM>(p, [&](int t, int first, int count) {
             const int n0 = (t / p.tiles_m) * 64, m0 = (t % p.tiles_m) * BM;
             const long s_off = long(n0 / 128) * (p.kb / 32) * 512;
             for (int step = first; step < first + count; ++step, ++j) {
@@ -400,7 +397,7 @@ __global__ void __launch_bounds__(THREADS, 1) dual_main(const __grid_constant__ 
     const uint32_t send = smem_addr(smem + X_OFFSET) + (wg * 64 * 128 + local) * 4;
     const uint32_t recv = smem_addr(smem + X_OFFSET) + ((1 - wg) * 64 * 128 + local) * 4;
     int j = 0;  // ring position
-    for_each_segment(p, [&](int t, int first, int steps) {
+    for_each_segment<STREAM>(p, [&](int t, int first, int steps) {
         const int n0 = (t / p.tiles_m) * 64, m0 = (t % p.tiles_m) * BM;
         // Scales arrive as the contest's 512-byte block of 128 rows: row r's 4 bytes sit at (r % 32) * 16 + (r / 32) * 4;
         // this warpgroup's rows start at n0 % 128 of the block, its product's block at wg * 512 of the stage.
@@ -465,11 +462,11 @@ __global__ void __launch_bounds__(THREADS, 1) dual_main(const __grid_constant__ 
             }
             return;
         }
-        if (p.stream && first > 0) {  // this CTA's first segment, inside a tile: its sums go to the tile's first CTA
+        if (STREAM && first > 0) {  // this CTA's first segment, inside a tile: its sums go to the tile's first CTA
             store_part(d, p.part, p.flags, tid);
             return;
         }
-        if (p.stream && steps < p.steps) add_parts(d, p, t, tid);
+        if (STREAM && steps < p.steps) add_parts(d, p, t, tid);
         if (p.split > 1) {
             float* ws = wg == 0 ? p.ws1 : p.ws2;
 #pragma unroll
@@ -500,6 +497,11 @@ __global__ void finish(float* __restrict__ ws1, float* __restrict__ ws2, __half*
 }  // namespace
 
 namespace {
+
+// What a stream-K share's part stores and additions cost, in K steps of one tile: its first draft (which took
+// stream-K wherever the share was a tenth shorter) ran the m=512 n=3072 shape's 82-step shares in the time of
+// about 98 (H100, dual_gemm_diff_v19_v20.txt), and lost on m=256 n=3072 with 24-step shares against 32.
+constexpr int FIXUP_STEPS = 16;
 
 // Two K-slices per tile when their rounds of `ctas` units take less time than whole tiles' rounds, else one.
 int choose_split(int tiles, int steps, int ctas) {
@@ -533,10 +535,11 @@ const Params& params(const std::vector<int64_t>& ptrs, int m, int n, int k, int 
     // into the workspaces and finish() combines them.
     p.cluster = p.split == 2 && tiles <= pairs;
     p.steps = p.kb / 32 / p.split;
-    // Stream-K instead where it cuts the most loaded CTA's K steps by at least a tenth.
+    // Stream-K instead where its share of K steps plus the fixup (storing and adding 128 KB parts, counted as
+    // FIXUP_STEPS) is below the most loaded CTA's steps under the schedule above.
     const int steps = p.kb / 32, total = tiles * steps;
     const int load = (p.units + ctas - 1) / ctas * p.steps, share = (total + ctas - 1) / ctas;
-    if (total >= ctas && 10 * share < 9 * load) {
+    if (total >= ctas && (long long)total * ctas < (1ll << 31) && share + FIXUP_STEPS < load) {
         p.stream = 1;
         p.split = 1; p.units = tiles; p.cluster = 0; p.steps = steps; p.total = total;
     }
@@ -587,10 +590,11 @@ const Params& params(const std::vector<int64_t>& ptrs, int m, int n, int k, int 
 void dual_gemm(std::vector<int64_t> ptrs, int64_t m, int64_t n, int64_t k) {
     static int ctas = 0, pairs = 0;  // CTAs, and clusters of two CTAs, that fit on the GPU at once
     if (ctas == 0) {
-        cudaFuncSetAttribute(dual_main, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+        cudaFuncSetAttribute(dual_main<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+        cudaFuncSetAttribute(dual_main<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
         int sms = 0, per_sm = 0;
         cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, at::cuda::current_device());
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dual_main, THREADS, SMEM_BYTES);
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, dual_main<true>, THREADS, SMEM_BYTES);
         TORCH_CHECK(per_sm == 1, "dual_gemm v20: one CTA per SM expected (the stream-K slots are per SM)");
         ctas = sms;
         cudaLaunchConfig_t config = {};
@@ -599,7 +603,7 @@ void dual_gemm(std::vector<int64_t> ptrs, int64_t m, int64_t n, int64_t k) {
         attr.val.clusterDim.x = 2; attr.val.clusterDim.y = 1; attr.val.clusterDim.z = 1;
         config.gridDim = dim3(2 * ctas); config.blockDim = dim3(THREADS); config.dynamicSmemBytes = SMEM_BYTES;
         config.attrs = &attr; config.numAttrs = 1;
-        TORCH_CHECK(cudaOccupancyMaxActiveClusters(&pairs, dual_main, &config) == cudaSuccess,
+        TORCH_CHECK(cudaOccupancyMaxActiveClusters(&pairs, dual_main<false>, &config) == cudaSuccess,
                     "dual_gemm v20: cluster occupancy query failed");
     }
     const Params& p = params(ptrs, int(m), int(n), int(k), ctas, pairs);
@@ -624,7 +628,7 @@ void dual_gemm(std::vector<int64_t> ptrs, int64_t m, int64_t n, int64_t k) {
     config.blockDim = dim3(THREADS);
     config.dynamicSmemBytes = SMEM_BYTES;
     config.numAttrs = p.cluster ? 2 : 1;
-    TORCH_CHECK(cudaLaunchKernelEx(&config, dual_main, p) == cudaSuccess, "dual_gemm v20: launch failed");
+    TORCH_CHECK(cudaLaunchKernelEx(&config, p.stream ? dual_main<true> : dual_main<false>, p) == cudaSuccess, "dual_gemm v20: launch failed");
     if (p.split > 1 && !p.cluster) {
         const long count = m * n;
         finish<<<(count / 4 + 255) / 256, 256, 0, stream>>>(p.ws1, p.ws2, reinterpret_cast<__half*>(ptrs[3]), count);
