@@ -1,12 +1,19 @@
 """dual_gemm v20 — stream-K: each CTA an equal share of all tiles' K steps; a tile's first CTA adds the others' parts.
 
 Parent: v19. Idea: v19 gives each CTA whole tiles (or, in a cluster, half a tile), so the m=512 n=3072 shape's 96
-tiles leave 36 of 132 SMs idle for the whole kernel and the m=256 n=3072 shape's 96 half tiles leave 36 too. Here,
-where its share of K steps plus the fixup's cost is below the most loaded CTA's steps under v19's schedule, the tiles' K steps are laid end to end and CTA b takes
-the b-th of 132 equal contiguous shares. Only a CTA's first segment can start inside a tile: it stores its fp32
-sums to its own slot of a workspace (early, since it is that CTA's first work) and raises its flag; the CTA whose
+tiles leave 36 of 132 SMs idle for the whole kernel. Here, where its share of K steps plus the fixup's cost is
+below the most loaded CTA's steps under v19's schedule, the tiles' K steps are laid end to end and CTA b takes the
+b-th of 132 equal contiguous shares. Only a CTA's first segment can start inside a tile: it stores its fp32 sums
+to its own slot of a workspace (early, since it is that CTA's first work) and raises its flag; the CTA whose
 segment starts the tile (its last work) waits for the flags of the CTAs after it, adds their sums and finishes
-the tile as before. Every CTA is resident at once (one per SM), so the waits always end.
+the tile as before. Every CTA is resident at once (one per SM), so the waits always end. The stream-K schedule is
+its own build of the kernel, so the other shapes run v19's code: a first draft with one build for both (tree
+d0516da, H100) ran them 0.93-0.96x of v19, and took stream-K on m=256 n=3072 too, where it ran 0.83x.
+Measured (H200, arena timing, 3 interleaved rounds, tree 4614d2a, results/h200/dual_gemm_diff_v19_v20.txt):
+1.035x of v19 (95% CI 1.03-1.04); m=512 n=3072 1.147x (85.8 -> 74.8 µs), the other shapes unchanged (n.s.).
+Nsight Compute on that shape (results/profiles/dual_gemm_v{19,20}_shape3.ncu.txt): 91.2 -> 75.7 µs, busiest pipe
+51% -> 63%, L2 throughput 27% -> 49%.
+Benchmark mode (H200, arena timing, tree 4614d2a): 49.34 / 86.71 / 31.76 / 75.09 µs, geomean 56.52 µs = 1.75x SOL.
 """
 import torch
 from torch.utils.cpp_extension import load_inline
