@@ -328,7 +328,7 @@ struct Consumer {
 
 // One tile, ROWS rows of A by 128 of B: the K loop, then c through the staging boxes. (Picking the height's wgmmas
 // per K block instead, with one loop for every height, cost 10% in the dispatch on m=[128,384] n=4096 k=1536.)
-template <int ROWS>
+template <int ROWS, bool SPLIT>
 __device__ __forceinline__ void tile_product(const Groups& g, const Tile& t, Consumer& w, float (&d)[128], int split) {
     const int stages_k = k_stages(g.kb[t.group], split);
 #pragma unroll
@@ -373,7 +373,7 @@ __device__ __forceinline__ void tile_product(const Groups& g, const Tile& t, Con
     wgmma_wait_all(d, ra, rb);
     w.fold ^= wgmma_wait<0>(ra) ^ wgmma_wait<0>(rb);
     if (w.lane == 0) bar_arrive(w.empty + 8 * last_stage);  // the tile's last stage
-    if (split != 0) {
+    if (SPLIT && split != 0) {
         const int slot = (split - 1) >> 1;
         float4* sums = reinterpret_cast<float4*>(g.part) + unsigned(slot * 32 * CONSUMERS + w.tid);
         if ((split - 1) & 1) {  // the second K half: its sums to the slot, then the flag, and no c
@@ -440,6 +440,8 @@ __device__ __forceinline__ void tile_product(const Groups& g, const Tile& t, Con
     }
 }
 
+// SPLIT: the plan cuts some tiles' K ranges (a separate build, so that plans without cuts run v30's code).
+template <bool SPLIT>
 __global__ void __launch_bounds__(THREADS, 1) group_main(const __grid_constant__ Groups g) {
     extern __shared__ uint8_t smem_raw[];
     uint8_t* smem = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -476,7 +478,7 @@ __global__ void __launch_bounds__(THREADS, 1) group_main(const __grid_constant__
             const int kb = g.kb[t.group];
             const uint8_t* sfb = g.sfb[t.group] + long(t.n0 / 128) * ((kb / 8 + 3) / 4) * 512;
             const int tx = 2 * t.rows * 128 + 2 * B_BLOCK + S_BYTES;
-            const int split = splits[i];
+            const int split = SPLIT ? splits[i] : 0;
             const int step0 = k_first(kb, split), step_end = step0 + k_stages(kb, split);
             for (int step = step0; step < step_end; ++step, ++filled) {
                 if (filled >= ring.stages) bar_wait(empty + 8 * slot.stage, slot.phase ^ 1);
@@ -519,7 +521,7 @@ __global__ void __launch_bounds__(THREADS, 1) group_main(const __grid_constant__
     for (int i = 0; i < 128; ++i) d[i] = 0.f;
     for (int i = first; i < last; ++i) {
         const Tile t = unpack(tiles[i]);
-        const int split = splits[i];
+        const int split = SPLIT ? splits[i] : 0;
         switch (t.rows / BOX) {
 TILE_CASES
         }
@@ -626,8 +628,9 @@ const Groups& group_table(const std::vector<int64_t>& ptrs, const std::vector<in
 
 }  // namespace
 
+// split: whether the plan cuts any tile's K range (part and flags then hold one slot per cut tile).
 void group_gemm(std::vector<int64_t> ptrs, std::vector<int64_t> dims, int64_t a16, int64_t a16_elements, int64_t plan,
-                int64_t ctas, int64_t part, int64_t flags) {
+                int64_t ctas, int64_t part, int64_t flags, bool split) {
     const Groups& g = group_table(ptrs, dims, a16, a16_elements, plan, part, flags);
     auto stream = at::cuda::getCurrentCUDAStream();
     // Both kernels are programmatic dependents of the kernel before them in the stream.
@@ -644,20 +647,21 @@ void group_gemm(std::vector<int64_t> ptrs, std::vector<int64_t> dims, int64_t a1
                 "group_gemm v31: decode launch failed");
     static bool ready = false;
     if (!ready) {
-        cudaFuncSetAttribute(group_main, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+        cudaFuncSetAttribute(group_main<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
+        cudaFuncSetAttribute(group_main<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES);
         ready = true;
     }
     config.gridDim = dim3(int(ctas));
     config.blockDim = dim3(THREADS);
     config.dynamicSmemBytes = SMEM_BYTES;
-    TORCH_CHECK(cudaLaunchKernelEx(&config, group_main, g) == cudaSuccess, "group_gemm v31: launch failed");
+    TORCH_CHECK(cudaLaunchKernelEx(&config, split ? group_main<true> : group_main<false>, g) == cudaSuccess, "group_gemm v31: launch failed");
 }
 """.replace("WGMMA_FUNCTIONS", _fences() + "".join(_wgmma(h) for h in HEIGHTS) + WGMMA_WAIT)
-            .replace("TILE_CASES", "\n".join(f"        case {h // 16}: tile_product<{h}>(g, t, w, d, split); break;" for h in HEIGHTS)))
+            .replace("TILE_CASES", "\n".join(f"        case {h // 16}: tile_product<{h}, SPLIT>(g, t, w, d, split); break;" for h in HEIGHTS)))
 
 
 CPP_SRC = ("void group_gemm(std::vector<int64_t> ptrs, std::vector<int64_t> dims, int64_t a16, int64_t a16_elements, "
-           "int64_t plan, int64_t ctas, int64_t part, int64_t flags);")
+           "int64_t plan, int64_t ctas, int64_t part, int64_t flags, bool split);")
 
 _module = None
 _scratch = {}  # (device, sizes) -> two fp16 A buffers for all groups, the tile plan on the device, its CTAs, m n k height,
@@ -778,7 +782,7 @@ def _prepare(sizes, device):
     dims = [v for (m, n, k, _), h in zip(sizes, heights) for v in (m, n, k, h)]
     part = torch.empty((max(slots, 1), 256 * 128), dtype=torch.float32, device=device)
     flags = torch.zeros(max(slots, 1), dtype=torch.int32, device=device)
-    return a16, torch.tensor(table, dtype=torch.int32, device=device), ctas, dims, part, flags
+    return a16, torch.tensor(table, dtype=torch.int32, device=device), ctas, dims, part, flags, slots > 0
 
 
 def custom_kernel(data: input_t) -> output_t:
@@ -795,7 +799,7 @@ def custom_kernel(data: input_t) -> output_t:
     if key not in _scratch:
         _scratch[key] = _prepare(key[1], c[0].device)
         _calls[key] = 0
-    buffers, table, ctas, dims, part, flags = _scratch[key]
+    buffers, table, ctas, dims, part, flags, split = _scratch[key]
     a16 = buffers[_calls[key] % 2]  # the last call's main kernel may still read the other one
     _calls[key] += 1
     # Plain integers cross into C++ far faster than lists of tensors (the seed's V23).
@@ -804,5 +808,6 @@ def custom_kernel(data: input_t) -> output_t:
     if _checked != (ptrs, dims):
         _check_layouts(abc, sizes)
         _checked = (ptrs, dims)
-    _module.group_gemm(ptrs, dims, a16.data_ptr(), a16.numel(), table.data_ptr(), ctas, part.data_ptr(), flags.data_ptr())
+    _module.group_gemm(ptrs, dims, a16.data_ptr(), a16.numel(), table.data_ptr(), ctas, part.data_ptr(), flags.data_ptr(),
+                       split)
     return c
