@@ -1,5 +1,6 @@
-"""group_gemm v29's tile plan (host side, no GPU): every row of every group is covered once, and the plan's
-heights, starts and CTA count are what the kernel reads."""
+"""group_gemm v29's and v31's tile plans (host side, no GPU): every row of every group is covered once (v31: every
+K step of it once, across a cut tile's two halves), and the plan's heights, starts, CTA count and split codes are
+what the kernel reads."""
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,11 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="module")
 def v29():
     return import_submission(ROOT / "submissions" / "group_gemm" / "v29.py")
+
+
+@pytest.fixture(scope="module")
+def v31():
+    return import_submission(ROOT / "submissions" / "group_gemm" / "v31.py")
 
 
 def decode(code):
@@ -74,3 +80,71 @@ def test_plan_splits_groups_that_tie_for_the_longest_cta(v29):
 def test_sizes_the_kernel_cannot_address_are_refused_before_any_device_work(v29, sizes):
     with pytest.raises(ValueError, match="group_gemm v29 needs"):
         v29._prepare(sizes, "cpu")
+
+
+def k_range(split, steps):
+    """The 128-wide K steps a v31 tile covers under its split code: the kernel's k_first() and k_stages()."""
+    if split == 0:
+        return 0, steps
+    return (steps // 2, steps) if (split - 1) & 1 else (0, steps // 2)
+
+
+def check_v31_plan(v31, sizes, table, ctas, slots):
+    """Every (group, row, block of B) gets each K step exactly once; in each CTA the second halves come first and the
+    first halves last; the slots are 0 .. slots - 1, each with one first and one second half of the same tile."""
+    starts = table[:ctas + 1]
+    count = starts[-1]
+    codes, splits = table[ctas + 1:ctas + 1 + count], table[ctas + 1 + count:]
+    assert len(splits) == count and starts[0] == 0 and all(a < b for a, b in zip(starts, starts[1:]))
+    covered = {}
+    for code, split in zip(codes, splits):
+        group, m0, rows, block = decode(code)
+        m, _, k, _ = sizes[group]
+        lo, hi = k_range(split, k // 128)
+        for r in range(m0, min(m0 + rows, m)):
+            covered.setdefault((group, r, block), []).append((lo, hi))
+    for (group, _, _), ranges in covered.items():
+        ranges.sort()
+        assert ranges[0][0] == 0 and ranges[-1][1] == sizes[group][2] // 128
+        assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    every = {(g, r, b) for g, (m, n, _, _) in enumerate(sizes) for r in range(m) for b in range(n // 128)}
+    assert set(covered) == every
+    for b in range(ctas):
+        rank = [0 if s and (s - 1) & 1 else 2 if s else 1 for s in splits[starts[b]:starts[b + 1]]]
+        assert rank == sorted(rank)
+    halves = {}
+    for code, split in zip(codes, splits):
+        if split:
+            halves.setdefault((split - 1) >> 1, []).append(((split - 1) & 1, code))
+    assert sorted(halves) == list(range(slots))
+    assert all(sorted(h for h, _ in pair) == [0, 1] and pair[0][1] == pair[1][1] for pair in halves.values())
+
+
+@pytest.mark.parametrize("shape_set", ["tests", "benchmarks"])
+def test_v31_plan_covers_every_k_step_once_with_writers_first_and_heads_last(v31, shape_set):
+    for case in cases("group_gemm", shape_set):
+        sizes = [(m, n, k, 1) for m, n, k in zip(case.args["m"], case.args["n"], case.args["k"])]
+        table, ctas, _, slots = v31.plan(sizes, 132)
+        check_v31_plan(v31, sizes, table, ctas, slots)
+
+
+def test_v31_cuts_tiles_only_where_the_longest_cta_gets_shorter(v31):
+    """The first benchmark shape's longest CTA gets shorter by cutting tiles; the second's plan, balanced to 1.04x of
+    the mean already, cuts none and is v30's (v29's) plan."""
+    for m, n, k, cut in [([80, 176, 128, 72, 64, 248, 96, 160], 4096, 7168, True),
+                         ([40, 76, 168, 72, 164, 148, 196, 160], 7168, 2048, False)]:
+        sizes = [(mm, n, k, 1) for mm in m]
+        table, ctas, _, slots = v31.plan(sizes, 132)
+        assert (slots > 0) == cut
+
+
+def test_v31_plan_with_a_free_fixup_cuts_test_shapes_and_stays_consistent(v31, monkeypatch):
+    """With the fixup costed at nothing (as a scratch copy tested on the device did) the small test shapes get cut
+    tiles, on several CTAs, and with a negative cost every half lands on one CTA; both plans stay consistent."""
+    for fix, one_cta in [(0, False), (-64, True)]:
+        monkeypatch.setattr(v31, "FIX_STEPS", fix)
+        for case in cases("group_gemm", "tests"):
+            sizes = [(m, n, k, 1) for m, n, k in zip(case.args["m"], case.args["n"], case.args["k"])]
+            table, ctas, _, slots = v31.plan(sizes, 132)
+            assert slots > 0 and (ctas == 1) == one_cta
+            check_v31_plan(v31, sizes, table, ctas, slots)

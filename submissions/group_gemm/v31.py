@@ -7,7 +7,15 @@ costed at half the tile plus FIX_STEPS of the fixup) and keeps the count that sh
 The half with the second half of K (the writer) goes first in its CTA's list: it stores its fp32 sums to the
 tile's slot of a workspace and raises the slot's flag. The half with the first half (the head) goes last in its
 CTA's list: it waits for the flag, adds the sums and stores c. Writers wait for nothing and every CTA is
-resident at once, so the waits always end.
+resident at once, so the waits always end. A plan with cut tiles runs its own build of the kernel, so the others
+run v30's code (the same machine code): a first draft with one build (tree 9add93a) ran m=[40,...] n=7168, whose
+plan cuts nothing, 0.969x of v30. The test shapes' plans cut nothing; scratch copies that cut every tile they
+can (FIX_STEPS 0 and -64: on several CTAs, and both halves on one) pass every test shape (H200, tree 8769f31).
+Measured (H200, arena timing, 3 interleaved rounds, tree 09111a1, results/h200/group_gemm_diff_v30_v31.txt):
+1.014x of v30 (95% CI 1.01-1.02); m=[80,176,...] n=4096 k=7168 (88 tiles cut) 1.057x, the others unchanged.
+FIX_STEPS 4 instead of 8 measured the same there (1.055x).
+Benchmark mode (H200, arena timing, tree 09111a1): 109.20 / 60.57 / 28.50 / 16.55 µs, geomean 42.03 µs = 2.11x SOL.
+Not timed on the H100 (the session's device time ran out).
 """
 import heapq
 
