@@ -21,6 +21,11 @@ def v31():
     return import_submission(ROOT / "submissions" / "group_gemm" / "v31.py")
 
 
+def sizes_of(case):
+    """The (m, n, k, l) of each group of a contest case, as custom_kernel receives them."""
+    return [(m, n, k, 1) for m, n, k in zip(case.args["m"], case.args["n"], case.args["k"])]
+
+
 def decode(code):
     """group, first row, rows, block of 128 B rows: the kernel's unpack()."""
     return code & 15, ((code >> 4) & 1023) * 16, (((code >> 14) & 15) + 1) * 16, code >> 18
@@ -29,7 +34,7 @@ def decode(code):
 @pytest.mark.parametrize("shape_set", ["tests", "benchmarks"])
 def test_plan_covers_every_row_of_every_group_once(v29, shape_set):
     for case in cases("group_gemm", shape_set):
-        sizes = [(m, n, k, 1) for m, n, k in zip(case.args["m"], case.args["n"], case.args["k"])]
+        sizes = sizes_of(case)
         table, ctas, heights = v29.plan(sizes, 132)
         starts, tiles = table[:ctas + 1], table[ctas + 1:]
         assert starts[0] == 0 and starts[-1] == len(tiles) and all(a < b for a, b in zip(starts, starts[1:]))
@@ -89,7 +94,7 @@ def k_range(split, steps):
     return (steps // 2, steps) if (split - 1) & 1 else (0, steps // 2)
 
 
-def check_v31_plan(v31, sizes, table, ctas, slots):
+def check_v31_plan(sizes, table, ctas, slots):
     """Every (group, row, block of B) gets each K step exactly once; in each CTA the second halves come first and the
     first halves last; the slots are 0 .. slots - 1, each with one first and one second half of the same tile."""
     starts = table[:ctas + 1]
@@ -123,19 +128,21 @@ def check_v31_plan(v31, sizes, table, ctas, slots):
 @pytest.mark.parametrize("shape_set", ["tests", "benchmarks"])
 def test_v31_plan_covers_every_k_step_once_with_writers_first_and_heads_last(v31, shape_set):
     for case in cases("group_gemm", shape_set):
-        sizes = [(m, n, k, 1) for m, n, k in zip(case.args["m"], case.args["n"], case.args["k"])]
+        sizes = sizes_of(case)
         table, ctas, _, slots = v31.plan(sizes, 132)
-        check_v31_plan(v31, sizes, table, ctas, slots)
+        check_v31_plan(sizes, table, ctas, slots)
 
 
-def test_v31_cuts_tiles_only_where_the_longest_cta_gets_shorter(v31):
+def test_v31_cuts_tiles_only_where_the_longest_cta_gets_shorter(v29, v31):
     """The first benchmark shape's longest CTA gets shorter by cutting tiles; the second's plan, balanced to 1.04x of
     the mean already, cuts none and is v30's (v29's) plan."""
     for m, n, k, cut in [([80, 176, 128, 72, 64, 248, 96, 160], 4096, 7168, True),
                          ([40, 76, 168, 72, 164, 148, 196, 160], 7168, 2048, False)]:
         sizes = [(mm, n, k, 1) for mm in m]
-        table, ctas, _, slots = v31.plan(sizes, 132)
+        table, ctas, heights, slots = v31.plan(sizes, 132)
         assert (slots > 0) == cut
+        if not cut:
+            assert (table[:-table[ctas]], ctas, heights) == v29.plan(sizes, 132)
 
 
 def test_v31_plan_with_a_free_fixup_cuts_test_shapes_and_stays_consistent(v31, monkeypatch):
@@ -144,7 +151,7 @@ def test_v31_plan_with_a_free_fixup_cuts_test_shapes_and_stays_consistent(v31, m
     for fix, one_cta in [(0, False), (-64, True)]:
         monkeypatch.setattr(v31, "FIX_STEPS", fix)
         for case in cases("group_gemm", "tests"):
-            sizes = [(m, n, k, 1) for m, n, k in zip(case.args["m"], case.args["n"], case.args["k"])]
+            sizes = sizes_of(case)
             table, ctas, _, slots = v31.plan(sizes, 132)
             assert slots > 0 and (ctas == 1) == one_cta
-            check_v31_plan(v31, sizes, table, ctas, slots)
+            check_v31_plan(sizes, table, ctas, slots)

@@ -742,7 +742,7 @@ def plan(sizes, ctas: int):
     slices while that shortens the longest CTA's work, or leaves fewer CTAs that long. Then the longest tiles are
     cut into K halves, as many as shorten the longest CTA's work most."""
     parts = [next(p for p in range(1, m + 1) if _fits(m, p)) for m, _, _, _ in sizes]
-    lists, span = _place(_tiles(sizes, parts), ctas)
+    span = _place(_tiles(sizes, parts), ctas)[1]
     improved = True
     while improved:
         improved = False
@@ -751,13 +751,12 @@ def plan(sizes, ctas: int):
             if more is None:
                 continue
             trial = parts[:gi] + [more] + parts[gi + 1:]
-            trial_lists, trial_span = _place(_tiles(sizes, trial), ctas)
+            trial_span = _place(_tiles(sizes, trial), ctas)[1]
             if trial_span < span:
-                parts, lists, span, improved = trial, trial_lists, trial_span, True
+                parts, span, improved = trial, trial_span, True
     tiles = _tiles(sizes, parts)
-    splittable = [i for i, (_, code) in enumerate(tiles) if sizes[code & 15][2] // 128 >= 2]
     best = (span[0], 0)  # only a shorter longest CTA pays for the fixup
-    if len(splittable) == len(tiles):
+    if all(k // 128 >= 2 for _, _, k, _ in sizes):  # every tile has two K steps to cut between
         for count in range(1, min(len(tiles), ctas) + 1):
             trial_span = _place(_split(tiles, count), ctas)[1][0]
             if trial_span < best[0]:
