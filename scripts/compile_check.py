@@ -1,6 +1,7 @@
 """Compile a CUDA submission's source on a machine without a GPU, as load_inline would on Hopper.
 
     python scripts/compile_check.py group_gemm v28 [--keep DIR]
+    python scripts/compile_check.py gemm scratch/draft.py
 
 It imports the file (no GPU needed), writes its CUDA_SRC to a .cu with torch's includes replaced by a small
 stand-in for the few host calls the files use (TORCH_CHECK, the current stream and device), and runs nvcc with
@@ -199,12 +200,15 @@ def readable(mangled: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("task")
-    parser.add_argument("version")
+    parser.add_argument("version", help="a version of the task's lineage (v22), or the path of a draft file (.py)")
     parser.add_argument("--keep", type=Path, help="write the .cu and .o here instead of a temporary folder")
     parser.add_argument("--no-sass", action="store_true", help="skip the machine-code check (no cuobjdump here)")
     args = parser.parse_args()
     from harness.submission import import_submission
-    module = import_submission(ROOT / "submissions" / args.task / f"{args.version}.py")
+    draft = args.version.endswith(".py")
+    module = import_submission(Path(args.version).resolve() if draft else ROOT / "submissions" / args.task / f"{args.version}.py")
+    if draft:
+        args.version = Path(args.version).stem
     source_text = getattr(module, "CUDA_SRC", None)
     if source_text is None:
         print(f"{args.task} {args.version} has no CUDA_SRC: nothing to compile here")

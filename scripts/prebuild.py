@@ -1,6 +1,8 @@
 """Build (and cache) the CUDA extensions of lineage versions in parallel, one process each, before timing.
 
-    python scripts/prebuild.py gemv:v7 group_gemm:v25 ...
+    python scripts/prebuild.py gemv:v7 group_gemm:v25 gemm:scratch/draft.py ...
+
+A version ending in .py is a file's path (relative to the repository root), as run.py's --submission takes it.
 """
 import subprocess
 import sys
@@ -15,7 +17,9 @@ from reference import get_task
 from reference.cases import cases
 task, version = {task!r}, {version!r}
 case = cases(task, "tests")[0]
-import_submission(__import__("pathlib").Path({root!r}) / "submissions" / task / (version + ".py")).custom_kernel(
+root = __import__("pathlib").Path({root!r})
+path = root / version if version.endswith(".py") else root / "submissions" / task / (version + ".py")
+import_submission(path).custom_kernel(
     get_task(task).generate_input(**case.args))
 torch.cuda.synchronize()
 print("built", task, version, flush=True)
