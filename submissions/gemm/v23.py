@@ -8,7 +8,12 @@ in L2, adds one to the tile's count (a release reduction; the count only grows, 
 for the tile's other slices, adds their sums of its rows (all of a thread's loads in flight at once) and stores
 its rows of c. No atomics on c's elements, no grid-wide wait, no second pass. The new reduction is its own build
 of the kernel; the other paths compile to v22's code.
-Measured: MEASURED
+Measured (H200, arena timing, 3 interleaved rounds, tree 7abe5b3, results/h200/gemm_diff_v22_v23.txt): 1.055x of
+v22 (95% CI 1.05-1.06); m=128 n=4096 k=7168 1.156x (24.06 -> 20.82 µs), the other shapes unchanged (n.s., 1.009x).
+Drafts (results/h200/gemm_diff_v22_v23_drafts.txt): the same exchange with A decoded beside the previous call ran
+1.074x there; dual_gemm v20's stream-K with a head adding the parts ran 1.080x there and 0.76x on k=2048, and gave
+nothing on k=16384 (results/h200/gemm_timeline_v22_streamk_2026-11-24.txt: slower steps and a 3 µs fixup).
+Benchmark mode (H200, arena timing, tree 7abe5b3): 57.15 / 20.87 / 12.31 µs, geomean 24.49 µs = 2.56x SOL.
 """
 import torch
 from torch.utils.cpp_extension import load_inline

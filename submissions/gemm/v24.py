@@ -7,7 +7,9 @@ stages' B and scales right after initialising the ring's barriers, before the wa
 expecting all its bytes; after the wait the producer adds A's loads (A is decoded by the kernel before, or behind
 the grid barrier) and goes on as before. The first stages' trip from memory then overlaps the end of the kernel
 before instead of following it.
-Measured: MEASURED
+Measured (H200, arena timing, 3 interleaved rounds, tree 61478e4, results/h200/gemm_diff_v23_v24.txt): 1.008x of
+v23 (95% CI 1.00-1.02); m=128 n=7168 k=2048 1.013x (1.01-1.02), the other shapes n.s.
+Benchmark mode (H200, arena timing, tree 61478e4): 56.50 / 20.80 / 12.22 µs, geomean 24.30 µs = 2.54x SOL.
 """
 import torch
 from torch.utils.cpp_extension import load_inline
