@@ -4,7 +4,9 @@ Parent: v24. Idea: the main loop read each thread's B fragment codes and scales 
 shared memory, which the compiler emitted as LD.E (the long-scoreboard path of global loads); Nsight Compute on
 the m=128 n=7168 k=2048 shape (results/profiles/gemm_v24_shape2.ncu.txt) has long-scoreboard waits as the top
 stall (2.60 warps per issued instruction). Here they are ld.shared by address (LDS).
-Measured: MEASURED
+Measured (H200, arena timing, 3 interleaved rounds, tree 352b08d, results/h200/gemm_diff_v24_v25.txt): 1.036x of
+v24 (95% CI 1.03-1.04); per shape 1.041 / 1.036 / 1.032x.
+Benchmark mode (H200, arena timing, tree 352b08d): 54.15 / 20.17 / 11.82 µs, geomean 23.45 µs = 2.45x SOL.
 """
 import torch
 from torch.utils.cpp_extension import load_inline
