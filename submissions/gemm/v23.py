@@ -688,8 +688,8 @@ void gemm(std::vector<int64_t> ptrs, int64_t m, int64_t n, int64_t k) {
     unsigned& launched = arrivals[ptrs[7]];
     p.target = launched + unsigned(grid);
     // Every tile's `stored` count grows by split per call; they all start at zero.
-    unsigned& scattered = arrivals[ptrs[9]];
     if (p.scatter) {
+        unsigned& scattered = arrivals[ptrs[9]];
         p.scatter_target = scattered + unsigned(p.split);
         scattered += unsigned(p.split);
     }
