@@ -204,11 +204,15 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="write the .cu and .o here instead of a temporary folder")
     parser.add_argument("--no-sass", action="store_true", help="skip the machine-code check (no cuobjdump here)")
     args = parser.parse_args()
-    from harness.submission import import_submission
-    draft = args.version.endswith(".py")
-    module = import_submission(Path(args.version).resolve() if draft else ROOT / "submissions" / args.task / f"{args.version}.py")
-    if draft:
-        args.version = Path(args.version).stem
+    from harness.submission import SubmissionError, import_submission, resolve
+    from reference.cases import leaderboards
+    try:
+        submission = resolve(args.version, args.task, leaderboards())
+    except SubmissionError as error:
+        print(error)
+        return 2
+    module = import_submission(submission.path)
+    args.version = submission.version
     source_text = getattr(module, "CUDA_SRC", None)
     if source_text is None:
         print(f"{args.task} {args.version} has no CUDA_SRC: nothing to compile here")

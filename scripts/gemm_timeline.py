@@ -1,8 +1,8 @@
 """Per-CTA timeline of a gemm v22-family main kernel (globaltimer stamps), on the contest's inputs back to back.
 
-    python scripts/gemm_timeline.py FILE.py SHAPE_INDEX...   (on a GPU; FILE a gemm version or draft with v22's loops)
+    python scripts/gemm_timeline.py VERSION|FILE.py SHAPE_INDEX...   (on a GPU; a gemm version or draft with v22's loops)
 
-It writes an instrumented copy next to the file (NAME_timeline.py) and imports that. Stamps per CTA: 0 entry,
+It writes an instrumented copy to scratch/NAME_timeline.py and imports that. Stamps per CTA: 0 entry,
 1 first stage arrived (consumer thread 0), 2-5 main loop of the CTA's 1st-4th segment done, 6 parts added
 (stream-K heads), 7 end. Printed per call: the median and max over CTAs of each stamp minus the call's first
 entry, then the span of a call and the gap between calls. The stamps go to the fp32 workspace, so shapes that add
@@ -17,9 +17,9 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from harness.rules import task_rules  # noqa: E402
-from harness.submission import import_submission  # noqa: E402
+from harness.submission import import_submission, resolve  # noqa: E402
 from reference import get_task  # noqa: E402
-from reference.cases import cases  # noqa: E402
+from reference.cases import cases, leaderboards  # noqa: E402
 
 SLOTS = ["entry", "stage0", "loop1", "loop2", "loop3", "loop4", "added", "end"]
 STAMP = ('{ uint64_t t_; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_)); '
@@ -49,15 +49,15 @@ def instrument(path: Path) -> Path:
     src = put(src, '    if (tid % 128 == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");  // before shared memory goes\n',
               "    if (tid == 0) " + stamp(7) + "\n", after=False)
     src = src.replace('load_inline("nvfp4_gemm_', 'load_inline("timeline_nvfp4_gemm_')
-    out = path.with_name(path.stem + "_timeline.py")
+    out = ROOT / "scratch" / f"{path.stem}_timeline.py"
+    out.parent.mkdir(exist_ok=True)
     out.write_text(src)
     return out
 
 
 def main() -> None:
-    path = Path(sys.argv[1])
-    path = path if path.suffix == ".py" else ROOT / "submissions" / "gemm" / f"{path}.py"
-    mod = import_submission(instrument(path.resolve()) if path.parent.name != "gemm" else instrument_copy(path))
+    path = resolve(sys.argv[1], "gemm", leaderboards()).path
+    mod = import_submission(instrument(path))
     rules = task_rules("gemm")
     for index in [int(a) for a in sys.argv[2:]]:
         case = cases("gemm", "benchmarks")[index]
@@ -93,14 +93,6 @@ def main() -> None:
         gaps = [(ends[i + 1][0] - ends[i][1]) / 1e3 for i in range(len(ends) - 1)]
         print(f"  span per call median {np.median(spans):.2f} µs, gap between calls median {np.median(gaps):.2f} µs "
               f"(min {min(gaps):.2f}, max {max(gaps):.2f})")
-
-
-def instrument_copy(path: Path) -> Path:
-    """A lineage file: its instrumented copy goes to scratch/, not next to the lineage."""
-    copy = ROOT / "scratch" / path.name.replace(".py", "_gemm.py")
-    copy.parent.mkdir(exist_ok=True)
-    copy.write_text(path.read_text())
-    return instrument(copy)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
     python scripts/prebuild.py gemv:v7 group_gemm:v25 gemm:scratch/draft.py ...
 
-A version ending in .py is a file's path (relative to the repository root), as run.py's --submission takes it.
+A version may also be a file's path, as run.py's --submission takes it.
 """
 import subprocess
 import sys
@@ -12,14 +12,12 @@ ROOT = Path(__file__).resolve().parent.parent
 ONE = """
 import sys; sys.path.insert(0, {root!r})
 import torch
-from harness.submission import import_submission
+from harness.submission import import_submission, resolve
 from reference import get_task
-from reference.cases import cases
+from reference.cases import cases, leaderboards
 task, version = {task!r}, {version!r}
 case = cases(task, "tests")[0]
-root = __import__("pathlib").Path({root!r})
-path = root / version if version.endswith(".py") else root / "submissions" / task / (version + ".py")
-import_submission(path).custom_kernel(
+import_submission(resolve(version, task, leaderboards()).path).custom_kernel(
     get_task(task).generate_input(**case.args))
 torch.cuda.synchronize()
 print("built", task, version, flush=True)
