@@ -1,9 +1,11 @@
 """gemv v11 — CTAs of 8 warps where the grid fills the GPU at least twice over, of 16 where it does not.
 
-Parent: v10. Idea: a CTA of 16 warps (32 rows) decodes the vector once for its rows, and on m=7168 l=1 its grid of
-224 CTAs is one partial wave. Where the rows make many waves, (m=4096 l=8 and m=7168 l=4), a CTA of 8 warps (16 rows)
-leaves less work in the last, partial wave and takes four CTAs per SM instead of two, so an SM's warps start and end
-at different times. The host picks 8 warps when the 8-warp grid has at least two waves of 4 CTAs per SM, else 16.
+Parent: v10. Idea: v10's CTAs have 16 warps (32 rows), two per SM. Where the rows make many CTAs (m=4096 l=8,
+m=7168 l=4), CTAs of 8 warps (16 rows) run four per SM, so an SM's warps start and end at different times and each
+CTA's barrier after the vector decode holds fewer warps. On m=7168 l=1 (224 CTAs of 16 warps, one partial wave) 8
+warps ran 0.95x, so the host picks 8 warps only when the 8-warp grid has at least two waves of 4 CTAs per SM.
+Balancing every SM's rows exactly instead (drafts q1-q3 in the table below) gained nothing, so the partial last
+wave is not what limits these shapes.
 Measured (H200, arena timing, 3 interleaved rounds, tree a13236d, results/h200/gemv_diff_v10_drafts.txt): 1.034x of
 v10 (95% CI 1.02-1.04); per shape 1.00 (n.s.) / 1.015 / 1.091x.
 """
