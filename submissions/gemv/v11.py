@@ -8,6 +8,7 @@ Balancing every SM's rows exactly instead (drafts q1-q3 in the table below) gain
 wave is not what limits these shapes.
 Measured (H200, arena timing, 3 interleaved rounds, tree a13236d, results/h200/gemv_diff_v10_drafts.txt): 1.034x of
 v10 (95% CI 1.02-1.04); per shape 1.00 (n.s.) / 1.015 / 1.091x.
+Benchmark mode (H200, arena timing, tree 9a6880b): 25.05 / 42.72 / 16.16 µs, geomean 25.86 µs = 1.88x SOL; H100 32.24 µs.
 """
 import torch
 from torch.utils.cpp_extension import load_inline
