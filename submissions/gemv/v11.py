@@ -167,8 +167,7 @@ void launch(torch::Tensor a, torch::Tensor b, torch::Tensor sfa, torch::Tensor s
 }
 
 void gemv(torch::Tensor a, torch::Tensor b, torch::Tensor sfa, torch::Tensor sfb, torch::Tensor c) {
-    static int sms = 0;
-    if (sms == 0) sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;
+    const int sms = at::cuda::getCurrentDeviceProperties()->multiProcessorCount;  // of the device this call runs on
     const long m = a.size(0), l = a.size(2);
     const long ctas8 = (m + 8 * ROWS - 1) / (8 * ROWS) * l;  // the grid in CTAs of 8 warps: 4 fit an SM
     if (ctas8 >= 2 * 4 * sms) launch<8>(a, b, sfa, sfb, c);
