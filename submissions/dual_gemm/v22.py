@@ -7,6 +7,7 @@ puts every low nibble's sign there and one more every high nibble's, so pairs 0-
 16 instructions per word. Carried from group_gemm v33.
 Measured (H200, arena timing, 3 interleaved rounds, tree 10f2849 + this file as a draft,
 results/h200/dual_gemm_diff_v21_v22.txt): 1.028x of v21 (95% CI 1.02-1.04); per shape 1.030 / 1.034 / 1.024 / 1.026x.
+Benchmark mode (H200, arena timing, tree e0e4a4f): 45.85 / 80.02 / 29.82 / 70.06 µs, geomean 52.62 µs = 1.63x SOL.
 """
 import torch
 from torch.utils.cpp_extension import load_inline

@@ -7,6 +7,7 @@ puts every low nibble's sign there and one more every high nibble's, so pairs 0-
 16 instructions per word. SASS: 728 fewer instructions in the persistent kernel, 168 registers as before.
 Measured (H200, arena timing, 3 interleaved rounds, tree 10f2849 + this file as a draft,
 results/h200/group_gemm_diff_v32_v33.txt): 1.036x of v32 (95% CI 1.03-1.04); per shape 1.047 / 1.040 / 1.034 / 1.023x.
+Benchmark mode (H200, arena timing, tree e0e4a4f): 102.11 / 57.43 / 27.06 / 15.93 µs, geomean 39.87 µs = 2.005x SOL.
 """
 import heapq
 
