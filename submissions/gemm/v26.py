@@ -6,6 +6,7 @@ One LOP3 per word, (w & 0x07070707) | (w << 3 & ~0x07070707), puts every low nib
 high nibble's, so pairs 0-2 take one shift and one mask each.
 Measured (H200, arena timing, 3 interleaved rounds, tree e0e4a4f + this file as a draft,
 results/h200/gemm_diff_v25_v26.txt): 1.028x of v25 (95% CI 1.02-1.03); per shape 1.034 / 1.041 / 1.008x.
+Benchmark mode (H200, arena timing, tree 955895c): 52.02 / 19.40 / 11.55 µs, geomean 22.67 µs = 2.37x SOL.
 """
 import torch
 from torch.utils.cpp_extension import load_inline
