@@ -32,7 +32,7 @@ def test_versions_all_range_list_and_mix():
     assert sw.parse_versions("gemm", "v0..v2, v7,v1") == ["v0", "v1", "v2", "v7"]
 
 
-@pytest.mark.parametrize("spec, said", [("v0..v26", "gemm has no version v26; its versions: v0, v1"),
+@pytest.mark.parametrize("spec, said", [("v0..v999", "gemm has no version v999; its versions: v0, v1"),
                                         ("v5..v2", "v5 comes after v2"), ("v3,x", "no version x"),
                                         (",", "no versions")])
 def test_versions_errors_name_the_known_ones(spec, said):

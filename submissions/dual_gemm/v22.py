@@ -1,7 +1,7 @@
-"""dual_gemm v22 — B1's and B2's e2m1 codes decoded with one shared select per word that places the signs: 16 instructions per word, not 19.
+"""dual_gemm v22 — B1's and B2's e2m1 codes decoded with two selects per word that place the signs: 16 instructions per word, not 19.
 
-Parent: v21. Idea: the parent built each fp16 pair of codes from two shifts and two masks, sign and magnitude apart (19
-instructions per word of eight codes, scale multiplies included). fp16 wants a code's sign 6 bits above its
+Parent: v21. Idea: the parent built each fp16 pair of codes from two shifts and two masks, sign and magnitude apart (pair 3
+one shift; 19 instructions per word of eight codes, scale multiplies included). fp16 wants a code's sign 6 bits above its
 magnitude's low bit; in a packed byte it sits 3 above. One LOP3 per word, (w & 0x07070707) | (w << 3 & ~0x07070707),
 puts every low nibble's sign there and one more every high nibble's, so pairs 0-2 take one shift and one mask each:
 16 instructions per word. Carried from group_gemm v33.

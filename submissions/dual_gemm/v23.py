@@ -5,7 +5,7 @@ the select that serves the other high nibbles moved signs up, past bit 31 for co
 high nibbles' magnitudes down under their signs instead, (w & 0x80808080) | (w >> 3 & ~0x80808080): pair 3 is then
 in place and takes one mask, pair 1 one shift and one mask. 15 instructions per word of eight codes, not 16. Carried from group_gemm v34.
 Measured (H200, arena timing, 3 interleaved rounds, tree 955895c + this file as a draft,
-results/h200/dual_gemm_diff_v22_v23.txt): 1.008x of v22 (95% CI 1.00-1.01); per shape 1.007 / 1.007 (not
+results/h200/dual_gemm_diff_v22_v23.txt): 1.008x of v22 (95% CI 1.00-1.01); per shape 1.007 / 1.01 (not
 significant) / 1.009 / 1.009x.
 Benchmark mode (H200, arena timing, tree af020f1): 45.59 / 79.73 / 29.57 / 69.79 µs, geomean 52.33 µs = 1.62x SOL.
 """

@@ -1,7 +1,7 @@
-"""gemm v26 — B's e2m1 codes decoded with one shared select per word that places the signs: 16 instructions per word, not 19.
+"""gemm v26 — B's e2m1 codes decoded with two selects per word that place the signs: 16 instructions per word, not 19.
 
 Parent: v25. Idea: group_gemm v33's: the parent built each fp16 pair of codes from two shifts and two masks, sign and
-magnitude apart. fp16 wants a code's sign 6 bits above its magnitude's low bit; in a packed byte it sits 3 above.
+magnitude apart (pair 3 one shift). fp16 wants a code's sign 6 bits above its magnitude's low bit; in a packed byte it sits 3 above.
 One LOP3 per word, (w & 0x07070707) | (w << 3 & ~0x07070707), puts every low nibble's sign there and one more every
 high nibble's, so pairs 0-2 take one shift and one mask each.
 Measured (H200, arena timing, 3 interleaved rounds, tree e0e4a4f + this file as a draft,

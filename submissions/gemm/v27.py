@@ -5,7 +5,7 @@ the select that serves the other high nibbles moved signs up, past bit 31 for co
 high nibbles' magnitudes down under their signs instead, (w & 0x80808080) | (w >> 3 & ~0x80808080): pair 3 is then
 in place and takes one mask, pair 1 one shift and one mask. 15 instructions per word of eight codes, not 16. Carried from group_gemm v34.
 Measured (H200, arena timing, 3 interleaved rounds, tree af020f1, results/h200/gemm_diff_v26_v27.txt): 1.018x of
-v26 (95% CI 1.02-1.02); per shape 1.029 / 1.009 / 1.017x.
+v26 (95% CI 1.02-1.02 at the table's two places); per shape 1.029 / 1.009 / 1.017x.
 Benchmark mode (H200, arena timing, tree af020f1): 50.82 / 19.31 / 11.43 µs, geomean 22.38 µs = 2.34x SOL.
 """
 import torch

@@ -1,13 +1,13 @@
-"""group_gemm v33 — B's e2m1 codes decoded with one shared select per word that places the signs: 16 instructions per word, not 19.
+"""group_gemm v33 — B's e2m1 codes decoded with two selects per word that place the signs: 16 instructions per word, not 19.
 
-Parent: v32. Idea: the parent built each fp16 pair of codes from two shifts and two masks, sign and magnitude apart (19
-instructions per word of eight codes, scale multiplies included). fp16 wants a code's sign 6 bits above its
+Parent: v32. Idea: the parent built each fp16 pair of codes from two shifts and two masks, sign and magnitude apart (pair 3
+one shift; 19 instructions per word of eight codes, scale multiplies included). fp16 wants a code's sign 6 bits above its
 magnitude's low bit; in a packed byte it sits 3 above. One LOP3 per word, (w & 0x07070707) | (w << 3 & ~0x07070707),
 puts every low nibble's sign there and one more every high nibble's, so pairs 0-2 take one shift and one mask each:
-16 instructions per word. SASS: 728 fewer instructions in the persistent kernel, 168 registers as before.
+16 instructions per word. SASS: 728 fewer instructions in the persistent kernel's two builds (240 decoded words), 168 registers as before.
 Measured (H200, arena timing, 3 interleaved rounds, tree 10f2849 + this file as a draft,
 results/h200/group_gemm_diff_v32_v33.txt): 1.036x of v32 (95% CI 1.03-1.04); per shape 1.047 / 1.040 / 1.034 / 1.023x.
-Benchmark mode (H200, arena timing, tree e0e4a4f): 102.11 / 57.43 / 27.06 / 15.93 µs, geomean 39.87 µs = 2.005x SOL.
+Benchmark mode (H200, arena timing, tree e0e4a4f): 102.11 / 57.43 / 27.06 / 15.93 µs, geomean 39.87 µs = 2.004x SOL.
 """
 import heapq
 

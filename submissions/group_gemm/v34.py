@@ -4,7 +4,7 @@ Parent: v33. Idea: the parent's pair 3 (codes 3 and 7, the high nibbles of bytes
 the select that serves the other high nibbles moved signs up, past bit 31 for code 7. Here that select moves the
 high nibbles' magnitudes down under their signs instead, (w & 0x80808080) | (w >> 3 & ~0x80808080): pair 3 is then
 in place and takes one mask, pair 1 one shift and one mask. 15 instructions per word of eight codes, not 16.
-SASS: 240 fewer instructions in the persistent kernel (one per decoded word), 168 registers as before.
+SASS: 240 fewer instructions in the persistent kernel's two builds (one per decoded word), 168 registers as before.
 Measured (H200, arena timing, 3 interleaved rounds, tree 955895c + this file as a draft,
 results/h200/group_gemm_diff_v33_v34.txt): 1.016x of v33 (95% CI 1.01-1.02); per shape 1.019 / 1.002 / 1.019 / 1.023x.
 Benchmark mode (H200, arena timing, tree af020f1): 100.49 / 56.94 / 26.46 / 15.73 µs, geomean 39.28 µs = 1.97x SOL.
