@@ -6,7 +6,7 @@ It writes an instrumented copy to scratch/NAME_timeline.py and imports that. Sta
 1 first stage arrived (consumer thread 0), 2-5 main loop of the CTA's 1st-4th segment done, 6 parts added
 (stream-K heads), 7 end. Printed per call: the median and max over CTAs of each stamp minus the call's first
 entry, then the span of a call and the gap between calls. The stamps go to the fp32 workspace, so shapes that add
-into it are refused.
+into it are refused. gemm_v15_timeline.py stamps v15's kernel with the same helpers and report.
 """
 import sys
 from pathlib import Path
@@ -23,16 +23,26 @@ from reference.cases import cases, leaderboards  # noqa: E402
 
 SLOTS = ["entry", "stage0", "loop1", "loop2", "loop3", "loop4", "added", "end"]
 STAMP = ('{ uint64_t t_; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t_)); '
-         'reinterpret_cast<unsigned long long*>(p.ws)[16 + seq * 8 + (SLOT)] = t_; }')
+         'reinterpret_cast<unsigned long long*>(p.ws)[16 + seq * STRIDE + (SLOT)] = t_; }')
 
 
-def stamp(slot) -> str:
-    return STAMP.replace("SLOT", str(slot))
+def stamp(slot, stride: int = len(SLOTS)) -> str:
+    """C++ that stores the global timer in this CTA's slot SLOT (STRIDE slots per CTA, after the ws header)."""
+    return STAMP.replace("STRIDE", str(stride)).replace("SLOT", str(slot))
 
 
 def put(s: str, anchor: str, code: str, after: bool = True) -> str:
     assert s.count(anchor) == 1, (anchor, s.count(anchor))
     return s.replace(anchor, anchor + code if after else code + anchor)
+
+
+def write_copy(src: str, stem: str) -> Path:
+    """The instrumented source as scratch/STEM_timeline.py, its extension renamed so the original's cache stays."""
+    src = src.replace('load_inline("nvfp4_gemm_', 'load_inline("timeline_nvfp4_gemm_')
+    out = ROOT / "scratch" / f"{stem}_timeline.py"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(src)
+    return out
 
 
 def instrument(path: Path) -> Path:
@@ -48,51 +58,54 @@ def instrument(path: Path) -> Path:
         src = put(src, "add_parts(d, p, t, tid);\n", "        if (STREAM && steps < p.steps && tid == 0) " + stamp(6) + "\n")
     src = put(src, '    if (tid % 128 == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");  // before shared memory goes\n',
               "    if (tid == 0) " + stamp(7) + "\n", after=False)
-    src = src.replace('load_inline("nvfp4_gemm_', 'load_inline("timeline_nvfp4_gemm_')
-    out = ROOT / "scratch" / f"{path.stem}_timeline.py"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(src)
-    return out
+    return write_copy(src, path.stem)
+
+
+def report(mod, label: str, index: int, slots: list[str], stride: int) -> None:
+    """Run benchmark shape INDEX's contest inputs back to back through the instrumented module and print, per call,
+    the median and max over CTAs of each stamp (the last slot is the CTA's end), the call's span and the gap between
+    calls. Slots a CTA never stamps show as nan."""
+    rules = task_rules("gemm")
+    case = cases("gemm", "benchmarks")[index]
+    gen = get_task("gemm").generate_input
+    inputs = [gen(**{**case.args, "seed": s}) for s in rules.input_seeds(case.args["seed"])]
+    mod.custom_kernel(inputs[0])
+    torch.cuda.synchronize()
+    key = next(k for k in mod._scratch if k[1:] == (case.args["m"], case.args["n"], case.args["k"] // 2))
+    ws = mod._scratch[key][1]
+    ws.zero_()
+    torch.cuda.synchronize()
+    torch.cuda._sleep(20_000_000)
+    for data in inputs:
+        mod.custom_kernel(data)
+    torch.cuda.synchronize()
+    flat = ws.view(-1)
+    raw = flat.view(torch.int64).cpu().numpy()
+    ctas = int(flat.view(torch.int32)[0].item())
+    t = raw[16: 16 + ctas * stride].reshape(ctas, stride)[:, :len(slots)].astype(np.float64)
+    per_call = ctas // len(inputs)
+    print(f"{label} #{index} {case.spec}: {len(inputs)} calls, {per_call} CTAs per call; µs from the call's first entry")
+    print("  " + " ".join(f"{s:>7s}" for s in slots))
+    ends = []
+    for c in range(len(inputs)):
+        block = t[c * per_call:(c + 1) * per_call]
+        t0 = block[:, 0].min()
+        rel = np.where(block > 0, (block - t0) / 1e3, np.nan)
+        ends.append((t0, block[:, -1].max()))
+        if c in (1, 2, len(inputs) - 2):
+            print(f"  call {c} median " + " ".join(f"{v:7.2f}" for v in np.nanmedian(rel, axis=0)))
+            print(f"  call {c} max    " + " ".join(f"{v:7.2f}" for v in np.nanmax(rel, axis=0)))
+    spans = [(e - s) / 1e3 for s, e in ends]
+    gaps = [(ends[i + 1][0] - ends[i][1]) / 1e3 for i in range(len(ends) - 1)]
+    print(f"  span per call median {np.median(spans):.2f} µs, gap between calls median {np.median(gaps):.2f} µs "
+          f"(min {min(gaps):.2f}, max {max(gaps):.2f})")
 
 
 def main() -> None:
     path = resolve(sys.argv[1], "gemm", leaderboards()).path
     mod = import_submission(instrument(path))
-    rules = task_rules("gemm")
     for index in [int(a) for a in sys.argv[2:]]:
-        case = cases("gemm", "benchmarks")[index]
-        gen = get_task("gemm").generate_input
-        inputs = [gen(**{**case.args, "seed": s}) for s in rules.input_seeds(case.args["seed"])]
-        mod.custom_kernel(inputs[0])
-        torch.cuda.synchronize()
-        key = next(k for k in mod._scratch if k[1:] == (case.args["m"], case.args["n"], case.args["k"] // 2))
-        ws = mod._scratch[key][1]
-        ws.zero_()
-        torch.cuda.synchronize()
-        torch.cuda._sleep(20_000_000)
-        for data in inputs:
-            mod.custom_kernel(data)
-        torch.cuda.synchronize()
-        flat = ws.view(-1)
-        raw = flat.view(torch.int64).cpu().numpy()
-        ctas = int(flat.view(torch.int32)[0].item())
-        t = raw[16: 16 + ctas * 8].reshape(ctas, 8).astype(np.float64)
-        per_call = ctas // len(inputs)
-        print(f"{path.stem} #{index} {case.spec}: {len(inputs)} calls, {per_call} CTAs per call; µs from the call's first entry")
-        print("  " + " ".join(f"{s:>7s}" for s in SLOTS))
-        ends = []
-        for c in range(len(inputs)):
-            block = t[c * per_call:(c + 1) * per_call]
-            t0 = block[:, 0].min()
-            rel = np.where(block > 0, (block - t0) / 1e3, np.nan)
-            ends.append((t0, block[:, 7].max()))
-            if c in (1, 2, len(inputs) - 2):
-                print(f"  call {c} median " + " ".join(f"{v:7.2f}" for v in np.nanmedian(rel, axis=0)))
-                print(f"  call {c} max    " + " ".join(f"{v:7.2f}" for v in np.nanmax(rel, axis=0)))
-        spans = [(e - s) / 1e3 for s, e in ends]
-        gaps = [(ends[i + 1][0] - ends[i][1]) / 1e3 for i in range(len(ends) - 1)]
-        print(f"  span per call median {np.median(spans):.2f} µs, gap between calls median {np.median(gaps):.2f} µs "
-              f"(min {min(gaps):.2f}, max {max(gaps):.2f})")
+        report(mod, path.stem, index, SLOTS, len(SLOTS))
 
 
 if __name__ == "__main__":
