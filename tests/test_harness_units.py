@@ -257,3 +257,16 @@ def test_the_best_wgmma_kernels_build_without_a_fragment_hazard():
         done = subprocess.run([sys.executable, str(SCRIPTS / "compile_check.py"), task, version],
                               capture_output=True, text=True, cwd=SCRIPTS.parent)
         assert done.returncode == 0 and "fragment hazards: 0 " in done.stdout, (task, version, done.stdout)
+
+
+def test_gemv_floor_probes_keep_v11_loads_and_drop_its_decode(tmp_path):
+    from harness.submission import import_submission
+    probe = script("gemv_floor_probe")
+    nodec, stream = probe.write_probes(tmp_path)
+    v11 = (Path(__file__).resolve().parent.parent / "submissions" / "gemv" / "v11.py").read_text()
+    nodec_text = nodec.read_text()
+    assert "block_idot(x[u][r]" in v11 and "block_idot(x[u][r]" not in nodec_text
+    assert nodec_text.count("ld_stream(arow[r] + ch * 16)") == v11.count("ld_stream(arow[r] + ch * 16)") == 1
+    assert "nvfp4_gemv_v11" not in nodec_text and "ld.global.nc" in stream.read_text()
+    for path in (nodec, stream):
+        assert callable(import_submission(path).custom_kernel)
