@@ -4,14 +4,16 @@
     python scripts/gemv_floor_probe.py --write DIR  # only write the probe files (e.g. for scripts/device_ncu.sh)
 
 The probes compute wrong results on purpose; never submit them.
-- nodec: v11 with each chunk's two block dot products replaced by an XOR of the words it loaded. Same loads, same
-  vector decode into shared memory and the same barrier; A is not decoded.
+- nodec: v11 with each chunk's two block dot products and its scale conversion replaced by an XOR of the words it
+  loaded (A, its scales) and two words of the decoded vector. Same loads, same vector decode into shared memory and
+  the same barrier; A is not decoded.
 - stream: one kernel that reads A's and its scales' bytes front to back, 64 bytes per thread, and nothing else.
 Timing (not the arena's): 10 inputs cycled, 50 calls between two CUDA events after one L2 flush, 6 rounds with the
 order reversed every other round, median per file. A flush per call adds the write-back of its dirty lines
 (3-4 µs on shape 0, results/h200/gemv_l2_hint_probe_2026-11-24.txt) to every file alike.
 """
 import os
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -134,8 +136,7 @@ def time_back_to_back(files: list[Path]) -> None:
                 end.synchronize()
                 times[name].append(start.elapsed_time(end) * 1000 / 50)
         for name, ts in times.items():
-            ts = sorted(ts)
-            click.echo(f"gemv shape {index} {name:12s} median {ts[len(ts) // 2]:6.2f} µs  min {ts[0]:6.2f}")
+            click.echo(f"gemv shape {index} {name:12s} median {statistics.median(ts):6.2f} µs  min {min(ts):6.2f}")
 
 
 @click.command()
