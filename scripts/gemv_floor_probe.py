@@ -8,9 +8,9 @@ The probes compute wrong results on purpose; never submit them.
   loaded (A, its scales) and two words of the decoded vector. Same loads, same vector decode into shared memory and
   the same barrier; A is not decoded.
 - stream: one kernel that reads A's and its scales' bytes front to back, 64 bytes per thread, and nothing else.
-Timing (not the arena's): 10 inputs cycled, 50 calls between two CUDA events after one L2 flush, 6 rounds with the
-order reversed every other round, median per file. A flush per call adds the write-back of its dirty lines
-(3-4 µs on shape 0, results/h200/gemv_l2_hint_probe_2026-11-24.txt) to every file alike.
+Timing (not the arena's): 10 inputs cycled, 50 calls between two CUDA events after one flush (a zero_() of 256 MiB),
+6 rounds with the order reversed every other round, median per file. The arena's flush before every call adds the
+write-back of its dirty lines (3-4 µs on shape 0, results/h200/gemv_l2_hint_probe_2026-11-24.txt) to every file alike.
 """
 import os
 import statistics
@@ -104,11 +104,10 @@ def write_probes(directory: Path) -> list[Path]:
 def time_back_to_back(files: list[Path]) -> None:
     import torch
     sys.path.insert(0, str(ROOT))
+    from harness.device import describe
     from harness.submission import import_submission
     from reference import get_task
     from reference.cases import cases
-
-    from harness.device import describe
 
     d = describe()
     click.echo(f"# {d['name']}, driver {d['driver']}, torch {d['torch']}, SM clock {d['clocks'].get('sm_mhz')} "

@@ -10,7 +10,7 @@ import pytest
 from harness import results, sol
 from harness.rules import StopRule
 from harness.stats import calculate, geomean
-from harness.submission import SubmissionError, popcorn_headers, resolve, task_from_leaderboard
+from harness.submission import SubmissionError, import_submission, popcorn_headers, resolve, task_from_leaderboard
 from reference import get_task
 from reference.cases import cases, leaderboards
 
@@ -260,10 +260,9 @@ def test_the_best_wgmma_kernels_build_without_a_fragment_hazard():
 
 
 def test_gemv_floor_probes_keep_v11_loads_and_drop_its_decode(tmp_path):
-    from harness.submission import import_submission
     probe = script("gemv_floor_probe")
     nodec, stream = probe.write_probes(tmp_path)
-    v11 = (Path(__file__).resolve().parent.parent / "submissions" / "gemv" / "v11.py").read_text()
+    v11 = probe.V11.read_text()
     nodec_text = nodec.read_text()
     assert "block_idot(x[u][r]" in v11 and "block_idot(x[u][r]" not in nodec_text
     assert nodec_text.count("ld_stream(arow[r] + ch * 16)") == v11.count("ld_stream(arow[r] + ch * 16)") == 1
