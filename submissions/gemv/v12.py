@@ -7,7 +7,9 @@ before its first loads of A, and decodes them while A is still in flight; later 
 as before. The kernel's launch bounds now cap it at 64 registers, v11's occupancy (the extra live words would take
 the 8-warp build to 72 registers and three CTAs per SM).
 Measured (H200, arena timing, 3 interleaved rounds, fourteenth session, results/h200/gemv_diff_v11_drafts_2026-11-25b.txt,
-draft bf): 1.030x of v11 (95% CI 1.03-1.03); per shape 1.006 / 1.026 / 1.057x.
+draft bf): 1.030x of v11 (95% CI 1.03-1.03); per shape 1.006 / 1.026 / 1.057x. This file against v11 (tree 40668c1):
+1.031x (1.03-1.03); per shape 1.015 / 1.026 / 1.052x.
+Benchmark mode (H200, arena timing, tree 40668c1): 24.91 / 41.82 / 15.17 µs, geomean 25.09 µs = 1.82x SOL; H100 31.41 µs.
 """
 import torch
 from torch.utils.cpp_extension import load_inline
