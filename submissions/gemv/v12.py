@@ -1,14 +1,15 @@
-"""gemv v12 — each thread requests its words of the vector before the first chunks of A.
+"""gemv v12 — each thread's first words of the vector and first scale pair are requested with its first chunks of A.
 
-Parent: v11. Idea: v10 moved each warp's first chunks of A ahead of the vector's decode, but the vector's own words
-were still requested after them, so they queued behind A's requests and the CTA's barrier waited for the slower trip.
-Here each thread loads its first two words of the vector (one 16-element block) and its first pair of scale bytes
-before its first loads of A, and decodes them while A is still in flight; later ones, where a thread has more, load
-as before. The kernel's launch bounds now cap it at 64 registers, v11's occupancy (the extra live words would take
-the 8-warp build to 72 registers and three CTAs per SM).
-Measured (H200, arena timing, 3 interleaved rounds, fourteenth session, results/h200/gemv_diff_v11_drafts_2026-11-25b.txt,
-draft bf): 1.030x of v11 (95% CI 1.03-1.03); per shape 1.006 / 1.026 / 1.057x. This file against v11 (tree 40668c1):
-1.031x (1.03-1.03); per shape 1.015 / 1.026 / 1.052x.
+Parent: v11. Idea: in v11 every thread requested all its first chunks of A, then the vector's words, and the vector's
+scale bytes only after it had decoded and stored its first item of the vector (SASS of the built kernel), so the CTA's
+barrier after the vector decode waited for trips queued behind A's. Here each thread loads its first two words of the
+vector and its first pair of scale bytes (one 2-byte load) into registers before the decode loops; ptxas issues the
+scale pair second and the two words after half of A's first chunks. Later items load as before. The launch bounds cap
+the kernel at 64 registers, v11's occupancy (without the cap ptxas gives the 8-warp build 72, three CTAs per SM). The
+2-byte load assumes sfb's base and batch stride are even, as in the contest's inputs (stride K/16).
+Measured (H200, arena timing, 3 interleaved rounds, tree 40668c1, results/h200/gemv_diff_v11_v12.txt): 1.031x of v11
+(95% CI 1.03-1.03); per shape 1.015 / 1.026 / 1.052x. Its draft (bf) ran 1.027x and 1.030x in two earlier calls
+(results/h200/gemv_diff_v11_drafts_2026-11-25b.txt, sections 4 and 5).
 Benchmark mode (H200, arena timing, tree 40668c1): 24.91 / 41.82 / 15.17 µs, geomean 25.09 µs = 1.82x SOL; H100 31.41 µs.
 """
 import torch
@@ -110,7 +111,8 @@ __global__ void __launch_bounds__(WARPS * 32, 32 / WARPS) gemv_kernel(
             }
         }
     };
-    // The vector's first words are requested before the first chunks of A, and both trips overlap the decode.
+    // The vector's first words and scale pair are requested with the first chunks of A, not after the first item's
+    // decode, so both trips overlap.
     const uint32_t* bw = reinterpret_cast<const uint32_t*>(b + l * s_bl);
     const uint8_t* sb = sfb + l * s_sbl;
     const int i0 = threadIdx.x;
