@@ -13,7 +13,8 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from harness import device, report, results, session
+from harness import device, report, results
+from harness.evaluator import session
 from harness.rules import TIMINGS
 from harness.submission import SubmissionError, resolve
 from reference import TASKS
@@ -24,7 +25,7 @@ err_console = Console(stderr=True)
 
 def exit_on_signals():
     """SIGTERM and Ctrl-C end the runner with one line and 143 / 130; the workers die with it
-    (harness.runner kills every live worker's process group on the way out)."""
+    (harness.evaluator.supervisor kills every live worker and what it started on the way out)."""
     def leave(signum, frame):
         err_console.print(f"[yellow]{signal.Signals(signum).name}: stopping the workers and leaving[/]")
         sys.exit(128 + signum)
@@ -48,7 +49,7 @@ def show_precheck(sub, console) -> list:
     return findings
 
 
-def run_mode(sub, mode, shapes, timeout, record, secret_seed, console, only, guarded,
+def run_mode(sub, mode, shapes, timeout, record, secret_seed, console, only, confined,
              timing="arena", keep_going=False) -> session.RunSummary:
     record_to = results.records_dir(device.describe()["name"]) / f"{sub.task}.jsonl" if record else None
     with console.status(f"{sub.task} {sub.version}: {mode}") as status:
@@ -56,18 +57,27 @@ def run_mode(sub, mode, shapes, timeout, record, secret_seed, console, only, gua
             what = "warm-up" if not job.record else f"{job.kind} {job.index}"
             status.update(f"{sub.task} {sub.version} {mode}: {what} [{job.label}] ({job.values} values)")
 
-        def on_progress(text):
-            status.update(f"{status.status} — {text}" if " — " not in str(status.status)
-                          else f"{str(status.status).split(' — ')[0]} — {text}")
-
         def on_record(rec):
             mark = "[green]pass[/]" if rec["status"] == "pass" else f"[red]{rec['status']}[/]"
             mean = rec["stats"]["mean"] / 1e3 if rec.get("stats") else None
             shown = f" {mean:,.2f} µs" if mean else ""
             console.print(f"  {rec['kind']} {rec['index']} {rec['shape']} ({rec['values']}): {mark}{shown}",
                           highlight=False)
-        return session.execute(sub, mode, shapes, timeout, record_to, secret_seed, on_start, on_progress, on_record,
-                               only, guarded, timing, keep_going)
+        summary = session.execute(sub, mode, shapes, timeout, record_to, secret_seed, on_start, on_record, only,
+                                  confined, timing, keep_going)
+    show_protection(summary, console)
+    return summary
+
+
+def show_protection(summary, console):
+    """One line on what protected this run's records, and the start-up hooks that run in every process."""
+    if summary.sandbox:
+        style = "dim" if summary.sandbox.startswith("landlock") else "yellow"
+        shown = summary.sandbox if summary.sandbox.startswith("landlock") else f"{summary.sandbox}: records unprotected"
+        console.print(f"sandbox: {escape(shown)}", style=style, highlight=False)
+    if summary.hooks:
+        console.print(f"start-up hooks in this Python ({len(summary.hooks)}, run in every process): "
+                      f"{escape(', '.join(summary.hooks))}", style="dim", highlight=False)
 
 
 def run_ncu(sub, mode, shapes, timeout, only, console) -> int:
@@ -162,13 +172,13 @@ class ArenaGroup(click.Group):
 @click.option("--timing", type=click.Choice(TIMINGS), default=results.DEFAULT_TIMING, show_default=True,
               help="arena: 4x-L2 flush, then a hold that hides the host's queueing as the contest's clear does; "
                    "contest: the contest's own loop and L2 clear (a 4 or 62.5 GiB randn per sample), to cross-check.")
-@click.option("--unguarded", is_flag=True, hidden=True,
-              help="Turn the run-time defenses off (to measure their cost); records are marked unguarded.")
+@click.option("--unconfined", is_flag=True, hidden=True,
+              help="Start the worker without its sandbox (to measure the sandbox's cost); records say so.")
 @click.option("--keep-going", is_flag=True, help="Run the remaining cases after one hung or crashed (default: skip them).")
 @click.option("--traceback", "show_traceback", is_flag=True, help="Show whole tracebacks of failing submissions.")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout (progress goes to stderr).")
 @click.pass_context
-def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_seed, ncu, timing, unguarded, keep_going,
+def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_seed, ncu, timing, unconfined, keep_going,
         show_traceback, as_json):
     """Check and time an NVFP4 submission as the GPU MODE contest did."""
     exit_on_signals()
@@ -193,7 +203,7 @@ def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_se
     summaries = []
     for m in modes:
         try:
-            summary = run_mode(sub, m, shapes, timeout, not no_record, secret_seed, out, set(only), not unguarded, timing,
+            summary = run_mode(sub, m, shapes, timeout, not no_record, secret_seed, out, set(only), not unconfined, timing,
                                keep_going)
         except ValueError as exc:
             fail(str(exc))
@@ -308,9 +318,9 @@ def diff(task, all_versions, gpu, timing, as_json, smoke, measure, rounds, shape
 
 
 def measure_now(subs, shapes, rounds, timing, what: str, failed: str) -> dict:
-    """Interleaved rounds in one worker (harness.session.measure_interleaved) with a status line; a view
+    """Interleaved rounds in one worker (harness.evaluator.session.measure_interleaved) with a status line; a view
     of legacy records measures with the default timing. Stops with `failed` and the reason on failure."""
-    from harness.session import measure_interleaved
+    from harness.evaluator.session import measure_interleaved
     with err_console.status(what) as status:
         try:
             return measure_interleaved(subs, shapes, rounds, lambda r, v: status.update(f"round {r}/{rounds}: {v} done"),

@@ -51,7 +51,7 @@ def check_task(task: str, contest_root: Path) -> int:
     contest = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(contest)
     sys.path.insert(0, str(ROOT))
-    from harness.session import input_seeds
+    from harness.evaluator.session import input_seeds
     from reference import get_task
     from reference.cases import cases
     ours = get_task(task)

@@ -1,9 +1,10 @@
-"""What we run on (GPU identity, versions, clocks), and the operations a timed sample issues to it:
-synchronize, L2 flush (ours) or clear (the contest's), stream hold, start and end events.
+"""What we run on (GPU identity, versions, clocks), and the operations the worker's timed sample issues to
+it: synchronize, the contest's clear, start and end events (the evaluator flushes the L2 and releases the
+hold itself: harness.evaluator.evaluation).
 
-`GpuDevice` issues them to CUDA; `HostDevice` is the CPU stand-in (no flush, no hold, wall-clock
-timer). The sample loop (harness.timing) sees only these methods, so a test can hand it a device
-that records the sequence of operations instead.
+`GpuDevice` issues them to CUDA; `HostDevice` is the CPU stand-in (no clear, wall-clock timer). The worker's
+sample (harness.worker.sample) sees only these methods, so a test can hand it a device that records the
+sequence of operations instead.
 """
 import ctypes
 import glob
@@ -19,8 +20,9 @@ CUDA_LIMIT_PERSISTING_L2 = 0x06
 CLEAR_CHUNK_BYTES = 4 << 30  # the contest's clear is redone in pieces of this size (its 4 GiB clear in one)
 CPU_NAME = "cpu"
 
-# Saved before any submission is imported: timing goes through these, so patching the torch or
-# time attributes later changes nothing we measure (harness.guard reports such patches).
+# Saved when the worker starts, before any submission is imported: a submission that patches the torch or
+# time attributes later does not change these references (a speed bump only: the evaluator's witness is
+# what bounds a forged time).
 _RECORD = torch.cuda.Event.record
 _ELAPSED = torch.cuda.Event.elapsed_time
 _EVENT_SYNC = torch.cuda.Event.synchronize
@@ -108,20 +110,17 @@ class GpuDevice:
     gpu = True
 
     def __init__(self, clear_bytes: int):
-        from .hold import StreamHold
-        l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 64 << 20
-        self.flush_buffer = torch.empty(FLUSH_L2_MULTIPLE * l2 // 4, dtype=torch.int32, device="cuda")
         self.cudart = _cudart()
         self.clear_bytes = clear_bytes
         self.clear_buffer = torch.empty(min(CLEAR_CHUNK_BYTES, clear_bytes) // 4, dtype=torch.float32, device="cuda")
         self.clear_ns = self._clear_duration_ns()
-        self.stream_hold = StreamHold(timeout_ns=self.clear_ns)
         self.start_event = torch.cuda.Event(enable_timing=True)
         self.end_event = torch.cuda.Event(enable_timing=True)
         self.marker_event = torch.cuda.Event()
 
     def _clear_duration_ns(self) -> float:
-        """How long the contest's clear keeps this GPU busy (median of three): the hold's timeout."""
+        """How long the contest's clear keeps this GPU busy (median of three): how long the evaluator waits for a
+        sample's calls to be queued before it releases the hold anyway (a kernel that synchronizes inside)."""
         times = []
         for _ in range(3):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -147,11 +146,6 @@ class GpuDevice:
     def persisting_l2_limit(self) -> int:
         return persisting_l2_limit(self.cudart)
 
-    def flush(self):
-        """Ours: drop persisting-L2 windows and write a buffer of 4x the L2 size."""
-        self.reset_persisting_l2()
-        self.flush_buffer.zero_()
-
     def contest_clear(self):
         """The contest's: a float32 randn of its clear size (4 or 62.5 GiB), queued with no synchronize.
         The same normal-distribution kernel writes the same bytes, in 4 GiB pieces of one buffer, so a
@@ -163,15 +157,6 @@ class GpuDevice:
             n = min(CLEAR_CHUNK_BYTES, self.clear_bytes - done)
             self.clear_buffer[:n // 4].normal_()
             done += n
-
-    def hold(self):
-        self.stream_hold.engage()
-
-    def release(self):
-        self.stream_hold.release()
-
-    def hold_timed_out(self) -> bool:
-        return self.stream_hold.timed_out()
 
     def start(self):
         _RECORD(self.start_event)
@@ -222,20 +207,8 @@ class HostDevice:
     def persisting_l2_limit(self) -> int:
         return 0
 
-    def flush(self):
-        pass
-
     def contest_clear(self):
         pass
-
-    def hold(self):
-        pass
-
-    def release(self):
-        pass
-
-    def hold_timed_out(self) -> bool:
-        return False
 
     def start(self):
         self.t0 = _NOW()

@@ -1,8 +1,8 @@
 """Profile mode under Nsight Compute: one call of the kernel inside an NVTX range, ncu limited to it.
 
-`profile_case` runs ncu over this module's entry point, which builds the same profile job as
-`--mode profile` and hands it to the worker's own job code (harness.worker.Jobs.nvtx_call): one
-warm call (compiling outside the range), then one call inside the NVTX range 'custom_kernel'.
+`profile_case` runs ncu over this module's entry point, which generates the case's input, imports the file and
+makes one warm call (compiling outside the range), then one call inside the NVTX range 'custom_kernel'. A tool,
+not an evaluation: it decides nothing, so the file runs in this process.
 """
 import glob
 import shutil
@@ -43,12 +43,22 @@ def profile_case(ncu: str, task: str, submission: Path, kind: str, index: int, t
 @click.option("--kind", default="benchmarks")
 @click.option("--index", type=int, default=0)
 def main(task, submission, kind, index):
-    """The process ncu watches: the worker's own job code, one warm call, then one call inside the NVTX range."""
+    """The process ncu watches: one warm call, then one call inside the NVTX range."""
     sys.path.insert(0, str(ROOT))
-    from harness.session import build_jobs
-    from harness.worker import Jobs
-    job = build_jobs(task, "profile", "contest" if kind == "benchmarks" else "smoke", only={index})[0]
-    Jobs(None, task, str(submission.resolve())).nvtx_call(job)
+    import torch
+
+    from harness.submission import import_submission
+    from reference import get_task
+    from reference.cases import cases
+    case = cases(task, kind)[index]
+    data = get_task(task).generate_input(**case.args)
+    kernel = import_submission(submission.resolve()).custom_kernel
+    kernel(data)
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_push(RANGE)
+    kernel(data)
+    torch.cuda.synchronize()
+    torch.cuda.nvtx.range_pop()
 
 
 if __name__ == "__main__":

@@ -1,8 +1,7 @@
-"""What travels between the runner and a worker, and into results/: jobs, results and records, as
-dataclasses (on the wire, harness.channel's JSON lines). SCHEMA is written into every record;
-records without it are schema 1 (before the timing method was recorded), and their method reads
-as "legacy"."""
-from dataclasses import asdict, dataclass, field, fields
+"""What the evaluator's jobs produce and what goes into results/: jobs, results and records, as dataclasses.
+SCHEMA is written into every record; records without it are schema 1 (before the timing method was recorded),
+and their method reads as "legacy". Schema 3 records were judged by the evaluator process (witness and sandbox)."""
+from dataclasses import asdict, dataclass, field
 
 from .rules import StopRule
 
@@ -14,13 +13,13 @@ def brief(message: str) -> str:
     return message.split(f"\n{TRACEBACK_MARK}\n")[0]
 
 
-SCHEMA = 2
+SCHEMA = 3
 LEGACY_TIMING = "legacy"
 
 
 @dataclass
 class Job:
-    """One case in one mode, as the worker runs it."""
+    """One case in one mode, as the evaluator runs it."""
 
     mode: str  # test | benchmark | profile
     kind: str  # tests | benchmarks | smoke
@@ -35,12 +34,11 @@ class Job:
     timing: str = "arena"
     sol_b200_us: float | None = None
     submission: str | None = None  # which imported file, in a worker shared by several (diff --measure)
-    token: str = ""
 
 
 @dataclass
 class Result:
-    """What the worker reports for one job (or the runner decides, for a crash or a hang)."""
+    """What the evaluator decided for one job."""
 
     status: str
     message: str = ""
@@ -51,30 +49,10 @@ class Result:
     hold_timeouts: int = 0  # samples whose hold ended on its timeout (the host was seen)
     hold_timeout_ns: float | None = None
     pending_max_ns: float | None = None  # the most a sample's device stayed busy after its end event
-    guarded: bool = True
-    guard_ns: float | None = None
+    guard_ns: float | None = None  # evaluator time spent checking samples
     job_ns: float | None = None
     report: str | None = None
-    token: str = ""
-
-
-def job_from_wire(data: dict) -> Job:
-    stop = data.get("stop")
-    return Job(**{**data, "stop": StopRule(**stop) if stop else None})
-
-
-RESULT_FIELDS = {f.name for f in fields(Result)}
-
-
-def result_from_wire(data) -> Result:
-    """A Result from a message's payload; ValueError for anything that is not one."""
-    if not isinstance(data, dict) or not isinstance(data.get("status"), str) or not set(data) <= RESULT_FIELDS:
-        raise ValueError(f"not a result: {str(data)[:80]}")
-    return Result(**data)
-
-
-def to_wire(obj) -> dict:
-    return asdict(obj)
+    witness: dict | None = None  # median excess of the evaluator's clock over the reported calls, and its margin
 
 
 @dataclass
@@ -116,7 +94,9 @@ class Record:
     git: dict
     guard_ns: float | None
     job_ns: float | None
-    unguarded: bool = False
+    sandbox: str = ""
+    startup_hooks: list = field(default_factory=list)
+    witness: dict | None = None
     profile: str | None = None
     schema: int = SCHEMA
 

@@ -6,7 +6,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .device import CPU_NAME
-from .session import RunSummary
+from .evaluator.session import RunSummary
 
 
 def us(ns) -> str:

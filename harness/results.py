@@ -57,8 +57,9 @@ def git_state() -> dict:
 
 
 def repo_state(root: Path) -> dict:
-    """HEAD's commit and whether tracked files differ from it; records under results/ do not
-    count (every run appends there, so counting them would mark every later record dirty)."""
+    """HEAD's commit and whether the code differs from it: changed tracked files (records under results/ do
+    not count: every run appends there, so counting them would mark every later record dirty), and untracked
+    files under harness/ and reference/ (a stray module there can shadow or extend the evaluator's code)."""
     def git(*args):
         try:
             out = subprocess.run(["git", "-c", "safe.directory=*", *args], cwd=root, capture_output=True, text=True,
@@ -70,7 +71,18 @@ def repo_state(root: Path) -> dict:
     if commit is None:
         return {"commit": None, "dirty": None}
     status = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)results")
-    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+    stray = git("ls-files", "--others", "--exclude-standard", "--", "harness", "reference")
+    untracked = [line for line in (stray or "").splitlines() if line]
+    state = {"commit": commit, "dirty": bool(status) or bool(untracked) if status is not None else None}
+    if untracked:
+        state["untracked"] = untracked[:20]
+    return state
+
+
+def repo_path(path) -> str:
+    """A submission's path inside the repository when it lives there, else as given."""
+    resolved = Path(path).resolve()
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
 
 
 def now() -> str:

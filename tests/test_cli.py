@@ -94,12 +94,14 @@ def test_clear_errors_not_tracebacks():
 
 
 def test_leaderboard_mode_uses_secret_seeds(results_dir):
-    from harness.session import combine_seeds
+    from harness.evaluator.session import build_jobs
     proc, out = run_json("--task", "gemv", "--submission", "v0", "--mode", "leaderboard", "--seed", "12345")
     assert proc.returncode == 0, proc.stderr
     recs = out[0]["records"]
     assert [r["mode"] for r in recs] == ["leaderboard", "leaderboard"]  # warm-ups are not recorded
-    assert [r["seed"] for r in recs] == [combine_seeds(7, 12345), combine_seeds(8, 12345)]
+    keyed = [j.seeds[0] for j in build_jobs("gemv", "leaderboard", "smoke", 12345) if j.record]
+    assert [r["seed"] for r in recs] == keyed and not {7, 8} & set(keyed)
+    assert keyed != [j.seeds[0] for j in build_jobs("gemv", "leaderboard", "smoke", 54321) if j.record]
     assert all(r["status"] == "pass" and r["stats"]["runs"] >= 3 for r in recs)
 
 

@@ -85,7 +85,7 @@ def test_gpu_only_files_on_a_cpu_say_they_need_a_gpu(monkeypatch):
     import torch
 
     from harness.protocol import brief
-    from harness.worker import explain
+    from harness.worker.explain import explain
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     for exc in (ModuleNotFoundError("No module named 'triton'", name="triton"),
                 ModuleNotFoundError("No module named 'cutlass.cute'", name="cutlass.cute"),
@@ -136,7 +136,7 @@ def test_tables_print_user_text_literally():
     from rich.console import Console
 
     from harness import report
-    from harness.session import RunSummary
+    from harness.evaluator.session import RunSummary
     sub = resolve("v0", "gemm", BOARDS)
     message = "ValueError: shape [m, k] mismatch: [bold]got[/bold] [1, 2]"
     rec = {"index": 0, "shape": "m=[8,16] n=64", "values": "contest", "status": "fail", "message": message,
@@ -161,7 +161,7 @@ def test_contest_timing_says_what_it_does_not_watch():
     from rich.console import Console
 
     from harness import report
-    from harness.session import RunSummary
+    from harness.evaluator.session import RunSummary
     sub = resolve("v0", "gemm", BOARDS)
     for timing, device, shown in (("contest", "NVIDIA H100 80GB HBM3", True), ("arena", "NVIDIA H100 80GB HBM3", False),
                                   ("contest", "cpu", False)):

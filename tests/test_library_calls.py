@@ -198,3 +198,16 @@ def test_template_file_on_this_cpu_gives_the_no_gpu_line():
 def test_current_capability_matches_torch():
     expected = tuple(torch.cuda.get_device_capability()) if torch.cuda.is_available() else None
     assert current_capability() == expected
+
+
+def test_the_template_file_gets_its_one_line_and_no_cheating_verdict(results_dir):
+    import json
+    import subprocess
+    import sys
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.run([sys.executable, str(root / "run.py"), str(TEMPLATE), "--mode", "test", "--case", "0",
+                           "--json", "--no-record"], capture_output=True, text=True, timeout=300, cwd=root)
+    records = json.loads(proc.stdout)[0]["records"]
+    assert {r["status"] for r in records} == {"error"}, records
+    first = records[0]["message"].split("\n")[0]
+    assert first.startswith("this file calls torch._scaled_mm with FP4 operands") and "no GPU" in first

@@ -131,7 +131,7 @@ def test_measured_diff_of_identical_files_spans_one(results_dir, tmp_path):
 
 def test_measure_interleaves_versions_in_one_worker_process(tmp_path, monkeypatch):
     """diff --measure: every version runs in the same worker process, each round, every shape."""
-    from harness.session import measure_interleaved
+    from harness.evaluator.session import measure_interleaved
     from harness.submission import resolve
     from reference.cases import leaderboards
     log = tmp_path / "imports.log"

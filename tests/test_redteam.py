@@ -12,23 +12,15 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 REDTEAM = Path(__file__).resolve().parent / "redteam"
 
-CPU_CASES = {
+CPU_CASES = {  # every one now meets freshly drawn inputs the worker cannot predict, checked by the evaluator
     "cache_by_id": ("fail", "mismatch"),
     "cache_by_data_ptr": ("fail", "mismatch"),
     "cache_by_shape": ("fail", "mismatch"),
-    "cache_by_call_count": ("fail", "remembered from earlier calls"),
-    "superbatch": ("fail", "remembered from earlier calls"),
-    "worker_thread": ("fail", "changed after custom_kernel returned"),
-    "lazy_subclass": ("fail", "not a plain torch.Tensor"),
-    "return_input": ("fail", "shares storage with an input"),
-    "timer_patch": ("tampered", "torch.cuda.Event.elapsed_time"),
-    "evaluator_patch": ("tampered", "reference.checker.compare"),
-    "mutate_inputs": ("fail", "modified its input tensors"),
-    "reference_call": ("fail", "called the evaluator's reference code"),
-    "fake_result": ("tampered", "without this job's token"),
-    "wrong_shape": ("fail", "shape (128, 127, 1)"),
-    "wrong_dtype": ("fail", "dtype torch.float32"),
-    "nan_output": ("fail", "got nan"),
+    "cache_by_call_count": ("fail", "mismatch"),
+    "evaluator_patch": ("fail", "mismatch"),  # the checker it patches is not in its process
+    "mutate_inputs": ("fail", "mismatch"),
+    "fake_result": ("tampered", "the channel carried something other than the harness's messages"),
+    "nan_output": ("fail", "mismatch"),
 }
 GPU_CASES = {
     "side_stream": ("fail", "after custom_kernel returned|escaped the timing events"),
@@ -100,7 +92,7 @@ def test_precheck_says_when_a_file_does_not_parse(tmp_path):
 
 def test_physical_limit_gate_refuses_impossible_times():
     from harness.protocol import Job, Result
-    from harness.session import make_record
+    from harness.evaluator.session import make_record
     from harness.submission import Submission
     sub = Submission(ROOT / "x.py", "gemm", "vX", "0" * 64)
     job = Job("benchmark", "benchmarks", 0, "", "", {"m": 128, "n": 7168, "k": 16384, "l": 1, "seed": 1}, seeds=[1])

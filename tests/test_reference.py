@@ -127,7 +127,6 @@ def test_general_values_cover_all_codes_and_fractional_scales(task):
 
 
 def test_benchmark_seed_chains_follow_contest():
-    from harness.session import combine_seeds, input_seeds
+    from harness.evaluator.session import input_seeds
     assert input_seeds("gemm", 1111)[:2] == [1153, 1195] and len(input_seeds("gemm", 1111)) == 50
     assert len(input_seeds("group_gemm", 1111)) == 15 and input_seeds("gemv", 1111) == [1111]
-    assert combine_seeds(1111, 5) == 1111 + (1116 * 1117) // 2

@@ -1,54 +1,36 @@
-"""The timed sample loop (harness.timing) against a device that records its operations: what lies
-inside the timed region, where the defenses run, and that an honest host-bound kernel is no cheat."""
+"""The worker's timed sample against a device that records its operations (what lies inside the timed region,
+and when the evaluator may write the inputs), the witness's arithmetic, and that an honest host-bound kernel is
+no cheat."""
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import torch
 
-from harness.defenses import ESCAPE_REPEATS, Defense, EscapeWatch
-from harness.rules import StopRule, task_rules
-from harness.timing import Sample, Verdict, measure
+from harness.evaluator.witness import IN_A_ROW, Calibration, Witness
+from harness.rules import task_rules
+from harness.worker.sample import timed_sample
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBS = Path(__file__).resolve().parent / "submissions"
 
 
 class RecordingDevice:
-    """Every stream operation the loop issues, in order; a region of `gpu_ns` per call and a
-    device that stays busy `pending` ns after the end event."""
+    """Every stream operation the sample issues, in order; a region of `gpu_ns` per call."""
 
-    gpu = True
-
-    def __init__(self, gpu_ns=1000.0, pending=0.0, idle_pending=0.0):
-        self.ops, self.clock, self.calls = [], 0, 0
-        self.gpu_ns, self.pending, self.idle_pending = gpu_ns, pending, idle_pending
+    def __init__(self, gpu=True, gpu_ns=1000.0):
+        self.ops, self.clock, self.calls, self.gpu, self.gpu_ns = [], 0, 0, gpu, gpu_ns
 
     def log(self, op):
         self.ops.append(op)
 
-    def now(self):
-        self.clock += 10
-        return self.clock
-
     def synchronize(self):
         self.log("synchronize")
 
-    def flush(self):
-        self.log("flush")
-
     def contest_clear(self):
         self.log("contest_clear")
-
-    def hold(self):
-        self.log("hold")
-
-    def release(self):
-        self.log("release")
-
-    def hold_timed_out(self):
-        return False
 
     def start(self):
         self.log("start")
@@ -59,47 +41,36 @@ class RecordingDevice:
 
     def wait_end(self):
         self.log("wait_end")
-        return self.now()
+        return 0
 
-    def pending_ns(self, end_reached_ns):
-        self.log("synchronize")
-        return self.pending
-
-    def idle_pending_ns(self):
-        self.log("synchronize")
-        return self.idle_pending
+    def pending_ns(self, end):
+        return 0.0
 
     def elapsed_ns(self):
         return self.gpu_ns * self.calls
 
 
-class Spy(Defense):
+class Hold:
     def __init__(self, device):
         self.device = device
 
-    def before_calls(self, sample):
-        self.device.log("defense:before_calls")
+    def engage(self):
+        self.device.log("hold")
 
-    def after_calls(self, sample):
-        self.device.log("defense:after_calls")
-
-    def after_sample(self, sample):
-        self.device.log("defense:after_sample")
+    def timed_out(self):
+        return False
 
 
-def kernel_on(device, host_ns=0):
+def one_sample_ops(method, gpu=True):
+    device = RecordingDevice(gpu)
+    c = torch.zeros(2, dtype=torch.float16)
+
     def kernel(data):
         device.log("call")
         device.calls += 1
-        device.clock += host_ns
-        return data
-    return kernel
-
-
-def one_sample_ops(method: str) -> list:
-    device = RecordingDevice()
-    inputs = [object()] * 3
-    measure(kernel_on(device), lambda: (inputs, [False] * 3), device, method, StopRule(max_runs=1), [Spy(device)])
+        return data[-1]
+    timed_sample(kernel, [(c,)] * 3, device, Hold(device), method, lambda kind, **_: device.log(kind),
+                 lambda: device.log("go"))
     return device.ops
 
 
@@ -109,83 +80,40 @@ def region(ops):
 
 @pytest.mark.parametrize("method", ["arena", "contest"])
 def test_nothing_but_the_calls_inside_the_timed_region(method):
-    ops = one_sample_ops(method)
-    assert region(ops) == ["start", "call", "call", "call", "stop"]
-    clear = "flush" if method == "arena" else "contest_clear"
-    between = ops[ops.index(clear):ops.index("start")]
-    assert "synchronize" not in between, f"the host waits for the GPU after the clear: {ops}"
-    assert ops.index("synchronize") < ops.index(clear)  # the previous sample is done before the clear
+    assert region(one_sample_ops(method)) == ["start", "call", "call", "call", "stop"]
+    assert region(one_sample_ops(method, gpu=False)) == ["start", "call", "call", "call", "stop"]
 
 
-def test_arena_holds_the_stream_until_every_call_is_queued():
+def test_the_calls_are_queued_behind_the_hold_before_the_evaluator_writes_the_inputs():
     ops = one_sample_ops("arena")
-    assert ops.index("flush") < ops.index("hold") < ops.index("start")
-    assert ops.index("stop") < ops.index("release") < ops.index("wait_end")
-    assert "hold" not in one_sample_ops("contest") and "flush" not in one_sample_ops("contest")
+    assert ops.index("hold") < ops.index("start") < ops.index("stop") < ops.index("queued") < ops.index("wait_end")
+    contest = one_sample_ops("contest")
+    assert "hold" not in contest and contest.index("contest_clear") < contest.index("start")
+    cpu = one_sample_ops("arena", gpu=False)  # on a CPU the calls run only once the evaluator has written
+    assert cpu.index("queued") < cpu.index("go") < cpu.index("call")
 
 
-def test_defenses_run_outside_the_timed_region():
-    ops = one_sample_ops("arena")
-    start, stop = ops.index("start"), ops.index("stop")
-    hooks = [i for i, op in enumerate(ops) if op.startswith("defense:")]
-    assert hooks and all(i < start or i > stop for i in hooks)
-    assert ops.index("defense:before_calls") < ops.index("synchronize")
-    assert ops.index("defense:after_calls") > ops.index("wait_end")
-    after_sample = ops.index("defense:after_sample")
-    assert ops[after_sample - 1] == "synchronize"
+def calibrated() -> Witness:
+    points = [(64, 1, 1000.0), (64, 1, 1100.0), (4096, 1, 5000.0), (4096, 1, 5100.0), (64, 9, 1800.0),
+              (64, 9, 1900.0)]
+    return Witness(Calibration(points), outputs=5)
 
 
-def test_no_garbage_collection_inside_a_sample():
-    import gc
-    device = RecordingDevice()
-    seen = []
-
-    def kernel(data):
-        seen.append(gc.isenabled())
-        return data
-    inputs = [object()] * 2
-    measure(kernel, lambda: (seen.append(gc.isenabled()) or inputs, [False] * 2), device, "arena",
-            StopRule(max_runs=2), [])
-    assert seen == [True, False, False, True, False, False] and gc.isenabled()  # paused in samples, not between
+def test_witness_fit_and_margin():
+    w = calibrated()
+    assert w.b == pytest.approx((5050 - 1050) / (4096 - 64)) and w.c == pytest.approx(2 * 800 / 8)
+    assert w.spread == pytest.approx(50.0)
+    assert w.margin_ns(64) >= 100_000.0
 
 
-def test_duration_is_gpu_time_per_call_and_host_time_is_its_own_column():
-    device = RecordingDevice(gpu_ns=2000.0)
-    inputs = [object()] * 4
-    timing = measure(kernel_on(device, host_ns=50_000), lambda: (inputs, [False] * 4), device, "arena",
-                     StopRule(max_runs=3), [])
-    assert timing.durations == [2000.0] * 3  # the host's 50 µs per call does not leak into the number
-    assert all(h >= 50_000 for h in timing.host_ns)
-
-
-def test_escape_watch_judges_pending_work_against_the_hosts_own_noise():
-    watch = EscapeWatch(noise_ns=40_000)  # a slow, noisy host: 160 µs of clock-read noise is tolerated
-
-    def sample(pending, idle=0.0):
-        return Sample(1, [], [], pending_ns=pending, region_ns=20_000, idle_pending_ns=idle)
-    assert all(watch.after_calls(sample(111_000)) == "" for _ in range(10))  # the H100 gemv case: not a cheat
-    assert watch.after_calls(sample(5e6)) == "" and watch.after_calls(sample(10e3)) == ""  # one spike, then quiet
-    verdicts = [watch.after_calls(sample(5e6)) for _ in range(ESCAPE_REPEATS)]
-    assert verdicts[:-1] == [""] * (ESCAPE_REPEATS - 1) and "escaped the timing events" in verdicts[-1]
-
-
-def test_escape_watch_compares_each_sample_with_its_idle_control():
-    watch = EscapeWatch(noise_ns=5_000)
-
-    def sample(pending, idle):
-        return Sample(1, [], [], pending_ns=pending, region_ns=510_000, idle_pending_ns=idle)
-    # a synchronize that is slow on this host right after a busy region, with nothing pending (H100, contest clear)
-    assert all(watch.after_calls(sample(130_000, 100_000)) == "" for _ in range(10))
-    verdicts = [watch.after_calls(sample(10e6, 100_000)) for _ in range(ESCAPE_REPEATS)]  # 10 ms on a side stream
-    assert "escaped the timing events" in verdicts[-1]
-
-
-def test_escape_verdict_stops_the_loop_with_the_sample_number():
-    device = RecordingDevice(pending=20e6)
-    inputs = [object()]
-    with pytest.raises(Verdict, match=f"sample {ESCAPE_REPEATS}: the device was still busy"):
-        measure(kernel_on(device), lambda: (inputs, [False]), device, "arena", StopRule(max_runs=50),
-                [EscapeWatch(noise_ns=1000)])
+def test_witness_flags_a_forged_time_three_samples_in_a_row_and_passes_an_honest_one():
+    w = calibrated()
+    honest = w.expected_ns(64) + 10_000.0
+    assert all(w.judge(honest + 50_000.0, 50_000.0, 64) == "" for _ in range(10))
+    forged = calibrated()
+    verdicts = [forged.judge(honest + 900_000.0, 50_000.0, 64) for _ in range(IN_A_ROW)]
+    assert verdicts[:-1] == [""] * (IN_A_ROW - 1) and "clock saw" in verdicts[-1]
+    assert "inside a sample" in calibrated().judge(10_000.0, 50_000.0, 64)
 
 
 def test_contest_rules_per_evaluation_file():
@@ -217,4 +145,4 @@ def test_records_say_which_timing_and_schema_produced_them(results_dir, timing):
     assert proc.returncode == 0, proc.stderr
     assert out[0]["timing"] == timing
     stored = [json.loads(line) for line in (results_dir / "gemv.jsonl").read_text().splitlines()]
-    assert [(r["timing"], r["schema"]) for r in stored] == [(timing, 2)]
+    assert [(r["timing"], r["schema"]) for r in stored] == [(timing, 3)]

@@ -281,7 +281,7 @@ def test_best_is_decided_by_the_interval_and_a_tie_goes_to_the_oldest():
 
 def test_submit_best_measures_the_candidates_again(results_dir, monkeypatch):
     """Stored runs put v1 first by one run; measured again, v0 and v1 tie, so the older v0 is submitted."""
-    import harness.session
+    import harness.evaluator.session
     from run import cli as main
     store(results_dir, run("gemv", "v1", "a", [100, 100], gpu="cpu", kind="smoke")
           + run("gemv", "v0", "b", [400, 400], gpu="cpu", kind="smoke")
@@ -291,7 +291,7 @@ def test_submit_best_measures_the_candidates_again(results_dir, monkeypatch):
     def measured(subs, shapes, rounds, on_round=None, timing="arena"):
         calls.append(([s.version for s in subs], shapes, rounds, timing))
         return {s.version: {0: [200.0, 201.0, 199.0], 1: [300.0, 299.0, 302.0]} for s in subs}
-    monkeypatch.setattr(harness.session, "measure_interleaved", measured)
+    monkeypatch.setattr(harness.evaluator.session, "measure_interleaved", measured)
     out = CliRunner().invoke(main, ["submit", "--task", "gemv", "--best", "--candidates", "2", "--rounds", "3",
                                     "--timing", "arena", "--seed", "1"])
     assert out.exit_code == 0, out.output

@@ -1,17 +1,20 @@
-"""The stream hold: a kernel that occupies every SM until the host has queued a whole sample.
+"""The stream hold: a kernel that occupies every SM until the evaluator releases it.
 
-nvbench's cold measurement, done with Triton so it builds for whatever GPU it runs on: after the
-L2 flush the host enqueues this kernel, then the start event, the N calls and the end event, and
-only then releases the hold by writing a flag in pinned host memory. The GPU therefore starts the
-timed region with every call already queued, so host launch cost stays hidden, as behind the
-contest's multi-millisecond L2 clear. Every SM is filled (2048 resident threads each), so no kernel
-from another stream can run during the hold and escape the timed region that way; the busy SMs
-also keep the clocks where the clear left them in the contest.
+nvbench's cold measurement, done with Triton so it builds for whatever GPU it runs on: the worker
+enqueues this kernel, then the start event, the N calls and the end event, and says so; the
+evaluator then writes the sample's inputs, flushes the L2 and releases the hold by writing a flag in
+host memory both processes map (registered with CUDA here, so the kernel can poll it). The GPU
+therefore starts the timed region with every call already queued, so host launch cost stays hidden,
+as behind the contest's multi-millisecond L2 clear, and no correct output can exist before the
+evaluator's clock starts, because the inputs did not. Every SM is filled (2048 resident threads
+each), so no kernel from another stream of the worker can run during the hold; the busy SMs also
+keep the clocks where the clear left them in the contest.
 
 Program 0 polls the host flag and publishes it to a device word the other programs poll (one
 PCIe reader instead of thousands). A hold that is never released (a submission that synchronizes
-inside custom_kernel waits for the hold itself) ends on its own after `timeout_ns` of GPU time
-and says so in `timed_out`: that sample saw the host, as the contest's would after its clear.
+inside custom_kernel waits for the hold itself) is released by the evaluator after the contest
+clear's duration, as the contest's clear would have ended; `timeout_ns` only ends a hold nobody
+releases (the evaluator gone), and `timed_out` says so.
 """
 import torch
 import triton
@@ -44,23 +47,22 @@ def _hold_kernel(host_flag, device_flag, timed_out, timeout_ns):
 
 
 class StreamHold:
-    """One hold per sample: `engage()` before the start event, `release()` after the end event."""
+    """One hold per sample: `engage()` before the start event; the evaluator releases it.
 
-    def __init__(self, timeout_ns: float):
+    host_flag: an int32 CPU tensor over the page the evaluator writes (harness.worker.__main__ maps and
+    registers it)."""
+
+    def __init__(self, host_flag: torch.Tensor, timeout_ns: float):
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         self.programs = props.multi_processor_count * (THREADS_PER_SM // (WARPS * 32))
         self.timeout_ns = int(timeout_ns)
-        self.host_flag = torch.zeros(1, dtype=torch.int32, pin_memory=True)
+        self.host_flag = host_flag
         self.device_words = torch.zeros(2, dtype=torch.int32, device="cuda")  # [released, timed out]
 
     def engage(self):
-        self.host_flag.zero_()
         self.device_words.zero_()
         _hold_kernel[(self.programs,)](self.host_flag, self.device_words[0:], self.device_words[1:], self.timeout_ns,
                                        num_warps=WARPS)
-
-    def release(self):
-        self.host_flag.fill_(1)
 
     def timed_out(self) -> bool:
         """Whether the last hold ended on its timeout (synchronizes with its stream)."""

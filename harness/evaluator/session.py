@@ -1,6 +1,5 @@
-"""One run of one submission in one mode: which jobs, their seeds and stop rules, and the
-records each finished job becomes."""
-import secrets
+"""One run of one submission in one mode: which jobs, their seeds and stop rules, the worker that serves
+them (replaced after any job that did not pass), and the records each finished job becomes."""
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -8,20 +7,17 @@ from pathlib import Path
 from reference import get_task
 from reference.cases import Case, cases
 
-from . import results, sol
-from .protocol import Job, Record, Result
-from .rules import IMPOSSIBLE_FRACTION, TIMEOUT_S, task_rules
-from .runner import Worker, run_jobs
-from .stats import geomean
-from .submission import Submission
+from .. import results, sol
+from ..protocol import Job, Record, Result
+from ..rules import IMPOSSIBLE_FRACTION, TIMEOUT_S, task_rules
+from ..stats import geomean
+from ..submission import Submission
+from .evaluation import Evaluation
+from .sandbox import startup_hooks
+from .seeds import SeedSource
+from .supervisor import Verdict
 
 MODES = ("test", "benchmark", "leaderboard", "profile")
-SECRET_BITS = 30  # keeps the paired seed inside torch.manual_seed's 64-bit range
-
-
-def combine_seeds(a: int, b: int) -> int:
-    """The contest's Cantor pairing of a case seed with the secret seed (folded into 63 bits)."""
-    return int(a + (a + b) * (a + b + 1) // 2) % (1 << 63)
 
 
 def input_seeds(task: str, seed: int) -> list[int]:
@@ -37,7 +33,9 @@ def _job(mode: str, case: Case, timing: str, values: str = "contest", stop=None,
 def build_jobs(task: str, mode: str, shapes: str, secret_seed: int | None = None, only=None,
                timing: str = "arena") -> list[Job]:
     """The contest's jobs for a mode: shapes='contest' uses its tests/benchmarks, 'smoke' the tiny CPU
-    shapes for both; `only` keeps just the cases with those indices; warm-ups are not recorded."""
+    shapes for both; `only` keeps just the cases with those indices; warm-ups are not recorded. Leaderboard
+    seeds come from a keyed hash (harness.evaluator.seeds) under a key drawn here, or derived from
+    `secret_seed` when one is given."""
     def pick(kind):
         chosen = [c for c in cases(task, kind) if not only or c.index in only]
         if not chosen:
@@ -52,11 +50,11 @@ def build_jobs(task: str, mode: str, shapes: str, secret_seed: int | None = None
         warm = _job("benchmark", benches[0], timing, stop=rules.warmup, record=False)
         return [warm] + [_job("benchmark", c, timing, stop=rules.benchmark) for c in benches]
     if mode == "leaderboard":
-        secret = secret_seed if secret_seed is not None else secrets.randbits(SECRET_BITS)
+        keyed = SeedSource(None if secret_seed is None else secret_seed.to_bytes(16, "little"))
         warmed = benches if rules.leaderboard_warms_every_shape else benches[:1]
         warm = [_job("benchmark", c, timing, stop=rules.leaderboard_warmup, record=False) for c in warmed]
-        timed = [_job("benchmark", c.with_seed(combine_seeds(c.args["seed"], secret)), timing, stop=rules.leaderboard)
-                 for c in benches]
+        timed = [_job("benchmark", c.with_seed(keyed.seed("leaderboard", c.index, c.args["seed"])), timing,
+                      stop=rules.leaderboard) for c in benches]
         return warm + timed
     if mode == "profile":
         return [_job("profile", c, timing) for c in benches]
@@ -72,6 +70,8 @@ class RunSummary:
     records: list = field(default_factory=list)
     device: dict = field(default_factory=dict)
     unstored: str = ""  # why records could not be written, if they could not
+    sandbox: str = ""  # the worker's protection, as it reported before the submission was imported
+    hooks: list = field(default_factory=list)  # .pth / sitecustomize code that runs in every Python process
 
     @property
     def passed(self) -> bool:
@@ -86,7 +86,7 @@ class RunSummary:
 
 
 def make_record(sub: Submission, mode: str, job: Job, result: Result, device: dict, run_id: str,
-                calibration: dict) -> Record:
+                calibration: dict, sandbox: str = "", hooks: list | None = None) -> Record:
     task = get_task(sub.task)
     flops, nbytes = task.flops(**job.args), task.bytes_moved(**job.args)
     peak = sol.peak_for(device.get("name"))
@@ -94,7 +94,7 @@ def make_record(sub: Submission, mode: str, job: Job, result: Result, device: di
     on_gpu = bool(device.get("cc"))  # on a CPU the calls are the region: no separate host time
     host_ns = sum(result.host_ns) / len(result.host_ns) if result.host_ns and on_gpu else None
     record = Record(
-        run_id=run_id, timestamp=results.now(), task=sub.task, version=sub.version, submission=str(sub.path),
+        run_id=run_id, timestamp=results.now(), task=sub.task, version=sub.version, submission=results.repo_path(sub.path),
         sha256=sub.sha256, mode=mode, kind=job.kind, index=job.index, shape=job.label, spec=job.spec,
         values=job.values, seed=job.seeds[0], n_inputs=len(job.seeds), status=result.status, message=result.message,
         timing=job.timing, first_call_ns=result.first_call_ns, stats=stats, samples_ns=result.samples_ns,
@@ -104,7 +104,8 @@ def make_record(sub: Submission, mode: str, job: Job, result: Result, device: di
         sol_ns=sol.sol_ns(sub.task, flops, nbytes, peak) if peak else None, sol_gpu=peak.name if peak else None,
         measured_sol_ns=sol.measured_sol_ns(sub.task, flops, nbytes, calibration),
         sol_b200_ns=job.sol_b200_us * 1e3 if job.sol_b200_us else None, gpu=device, git=results.git_state(),
-        guard_ns=result.guard_ns, job_ns=result.job_ns, unguarded=not result.guarded, profile=result.report)
+        guard_ns=result.guard_ns, job_ns=result.job_ns, sandbox=sandbox, startup_hooks=hooks or [],
+        witness=result.witness, profile=result.report)
     if stats and record.sol_ns and stats["mean"] < IMPOSSIBLE_FRACTION * record.sol_ns:
         record.status = "impossible"
         record.message = (f"mean {stats['mean'] / 1e3:.2f} µs is faster than this GPU's speed of light "
@@ -112,24 +113,87 @@ def make_record(sub: Submission, mode: str, job: Job, result: Result, device: di
     return record
 
 
+def run_job(evaluation: Evaluation, job: Job) -> Result:
+    """One job on a live evaluation; a Verdict raised on the way becomes its result."""
+    try:
+        return getattr(evaluation, job.mode)(job)
+    except Verdict as found:
+        return Result(found.status, found.message)
+
+
+def start_evaluation(task: str, paths: list, timeout_s: float, timing: str, confined: bool):
+    """(Evaluation, None), or (None, Result) when the worker could not start or the file did not import."""
+    try:
+        return Evaluation(task, paths, timeout_s, timing, confined), None
+    except Verdict as found:
+        return None, Result(found.status, found.message)
+
+
+def run_jobs(task: str, path: str, jobs: list, timeout_s: float, on_start=None, on_outcome=None,
+             timing: str = "arena", confined: bool = True, keep_going: bool = False) -> None:
+    """Run jobs in order, each in a healthy worker (replaced after any job that did not pass); calls
+    on_outcome(job, result, device, sandbox) as each ends. After a hang or a crash the remaining jobs are
+    skipped unless keep_going; a failing warm-up hands its verdict to the next recorded job."""
+    evaluation, stopped_by, warmup_failure = None, None, None
+    last = {"device": {}, "sandbox": ""}
+
+    def finish(job, result):
+        if evaluation is not None:
+            last.update(device=evaluation.device, sandbox=evaluation.sandbox)
+        on_outcome(job, result, last["device"], last["sandbox"])
+
+    for n, job in enumerate(jobs):
+        if stopped_by:
+            finish(job, Result("skipped", f"skipped: an earlier case {stopped_by} (--keep-going runs it anyway)"))
+            continue
+        if warmup_failure and job.record:
+            failure, warmup_failure = warmup_failure, None
+            finish(job, replace(failure, message=f"in the warm-up before this case: {failure.message}"))
+            if failure.status in ("timeout", "crash") and not keep_going:
+                stopped_by = "hung" if failure.status == "timeout" else "crashed"
+            continue
+        if on_start:
+            on_start(job)
+        if evaluation is None:
+            evaluation, fatal = start_evaluation(task, [path], timeout_s, timing, confined)
+            if fatal:  # nothing can run if the file does not even import: every job gets the same verdict
+                for rest in jobs[n:]:
+                    finish(rest, replace(fatal))
+                return
+        result = run_job(evaluation, job)
+        if not job.record and result.status != "pass":
+            warmup_failure = result
+        else:
+            finish(job, result)
+        if result.status != "pass":
+            evaluation.close()
+            evaluation = None
+            if job.record and result.status in ("timeout", "crash") and not keep_going:
+                stopped_by = "hung" if result.status == "timeout" else "crashed"
+    if evaluation is not None:
+        evaluation.close()
+
+
 def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = None, record_to: Path | None = None,
-            secret_seed: int | None = None, on_start=None, on_progress=None, on_record=None,
-            only=None, guarded: bool = True, timing: str = "arena", keep_going: bool = False) -> RunSummary:
+            secret_seed: int | None = None, on_start=None, on_record=None, only=None, confined: bool = True,
+            timing: str = "arena", keep_going: bool = False) -> RunSummary:
     """Run every job of the mode; records are appended to `record_to` as they finish (if that fails,
     the run goes on and `unstored` says why)."""
     jobs = build_jobs(sub.task, mode, shapes, secret_seed, only, timing)
-    summary = RunSummary(sub, mode, shapes, timing)
+    summary = RunSummary(sub, mode, shapes, timing, hooks=startup_hooks())
     run_id = uuid.uuid4().hex[:12]
     calibration_cache = {}
 
-    def finished(job, outcome):
-        summary.device = outcome.device or summary.device
+    def finished(job, result, device, sandbox):
+        summary.device = device or summary.device
+        summary.sandbox = sandbox or summary.sandbox
         if not job.record:
             return
         name = summary.device.get("name")
         if name not in calibration_cache:
             calibration_cache[name] = sol.load_calibration(results.results_dir() / "calibration.json", name)
-        rec = make_record(sub, mode, job, outcome.result, summary.device, run_id, calibration_cache[name]).to_json()
+        rec = make_record(sub, mode, job, result, summary.device, run_id, calibration_cache[name], summary.sandbox,
+                          summary.hooks).to_json()
         summary.records.append(rec)
         if record_to is not None and mode != "profile" and not summary.unstored:
             try:
@@ -139,8 +203,8 @@ def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = N
         if on_record:
             on_record(rec)
 
-    run_jobs(sub.task, str(sub.path), jobs, timeout_s or TIMEOUT_S[mode], on_start=on_start, on_progress=on_progress,
-             on_outcome=finished, guarded=guarded, keep_going=keep_going)
+    run_jobs(sub.task, str(sub.path), jobs, timeout_s or TIMEOUT_S[mode], on_start=on_start, on_outcome=finished,
+             timing=timing, confined=confined, keep_going=keep_going)
     return summary
 
 
@@ -152,15 +216,15 @@ def measure_interleaved(subs: list, shapes: str, rounds: int, on_round=None, tim
     task = subs[0].task
     jobs = build_jobs(task, "benchmark", shapes, timing=timing)
     timeout_s = TIMEOUT_S["benchmark"]
-    worker = Worker(task, [str(s.path) for s in subs], timeout_s)
-    if worker.fatal:
-        raise RuntimeError(f"the shared worker did not start: {worker.fatal.message}")
+    evaluation, fatal = start_evaluation(task, [str(s.path) for s in subs], timeout_s, timing, True)
+    if fatal:
+        raise RuntimeError(f"the shared worker did not start: {fatal.message}")
     pooled = {s.version: {} for s in subs}
     try:
         for r in range(rounds):
             for sub in subs if r % 2 == 0 else reversed(subs):
                 for job in jobs:
-                    result = worker.run(replace(job, submission=str(sub.path)), timeout_s)
+                    result = run_job(evaluation, replace(job, submission=str(sub.path)))
                     if result.status != "pass":
                         raise RuntimeError(f"{sub.version} did not pass benchmark mode in round {r + 1} "
                                            f"({job.label}): {result.status}: {result.message}")
@@ -169,5 +233,5 @@ def measure_interleaved(subs: list, shapes: str, rounds: int, on_round=None, tim
                 if on_round:
                     on_round(r + 1, sub.version)
     finally:
-        worker.stop()
+        evaluation.close()
     return pooled

@@ -1,0 +1,324 @@
+"""One worker and everything the evaluator keeps beside it: the jobs of a run, judged here.
+
+Per job the evaluator generates the inputs itself (the contest's generate_input; public seeds for the test cases
+and a benchmark's correctness pass, keyed seeds for every timed call), keeps a private copy of each and its
+reference output, writes the inputs into slots the worker maps (harness.evaluator.slots), and after every call or
+sample copies the outputs back, checks every one of them, checks every input against its private copy, looks for
+processes the worker left running and weighs the reported time against its own clock (harness.evaluator.witness).
+The worker only calls the kernel and reports; every verdict is made here.
+"""
+import time
+from dataclasses import dataclass
+
+import torch
+
+from reference import get_task
+
+from .. import device as devices
+from ..protocol import Result
+from ..rules import task_rules
+from ..stats import calculate
+from .seeds import SeedSource
+from .slots import Layout, Slot
+from .supervisor import Verdict, WorkerProcess
+from .witness import Calibration, Witness
+
+STALE_HINT = ("\n(every earlier output was right, so the kernel may be returning outputs remembered from earlier "
+              "calls: each timed call gets freshly drawn inputs)")
+CALIBRATION_BYTES = {"cpu": (64 << 10, 4 << 20), "cuda": (64 << 20, 512 << 20)}  # a small and a large slot
+CALIBRATION_OUTPUTS = 64  # output tensors of the third null-sample configuration
+CALIBRATION_SAMPLES = 4
+
+
+def outputs_of(data) -> list:
+    """The output buffers of one input tuple (each group's c for group GEMM)."""
+    return [abc[2] for abc in data[0]] if isinstance(data[0], list) else [data[-1]]
+
+
+def as_output(buffers: list, grouped: bool):
+    return list(buffers) if grouped else buffers[0]
+
+
+def same_bits(pairs: list) -> bool:
+    """True when every (a, b) tensor pair holds identical bytes; one host sync in all."""
+    ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+    flags = []
+    for a, b in pairs:
+        if a.shape != b.shape:
+            return False
+        kind = ints[a.element_size()]
+        flags.append(torch.ne(a.view(kind), b.to(a.device).view(kind)).any().reshape(1))
+    return not bool(torch.cat(flags).any().item()) if flags else True
+
+
+@dataclass
+class Sample:
+    """What one timed sample came to, on the evaluator's side."""
+
+    witness_ns: float
+    report: dict
+    outputs: list
+    hold_released_early: bool
+
+
+class L2Flush:
+    """The evaluator's L2 flush: persisting lines reset, then a write of 4x the L2 size."""
+
+    def __init__(self):
+        l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 64 << 20
+        self.buffer = torch.empty(devices.FLUSH_L2_MULTIPLE * l2 // 4, dtype=torch.int32, device="cuda")
+        self.cudart = devices._cudart()
+        self.baseline = devices.persisting_l2_limit(self.cudart)
+
+    def __call__(self):
+        if self.cudart is not None:
+            self.cudart.cudaCtxResetPersistingL2Cache()
+        self.buffer.zero_()
+
+    def limit_changed(self) -> str:
+        now = devices.persisting_l2_limit(self.cudart)
+        return "" if now == self.baseline else (
+            f"the persisting-L2 cache limit changed during the sample ({self.baseline} -> {now} bytes)")
+
+
+class Evaluation:
+    def __init__(self, task: str, paths: list, timeout_s: float, timing: str = "arena", confined: bool = True):
+        self.task = get_task(task)
+        self.rules = task_rules(task)
+        self.timing = timing
+        self.timeout_s = timeout_s
+        self.seeds = SeedSource()
+        self.gpu = torch.cuda.is_available()
+        self.flush = L2Flush() if self.gpu else None
+        if not self.gpu:
+            torch.set_num_threads(1)  # idle OpenMP threads spin for a while: they would share the worker's cores
+        self.slots = []
+        self.worker = WorkerProcess(task, paths, timeout_s, confined)
+        self.device = self.worker.device
+        self.sandbox = self.worker.sandbox
+        try:
+            self.witness_calibration = self.calibrate()
+            self.worker.send("load")
+            self.worker.expect(("loaded",), time.monotonic() + timeout_s + 60)
+        except BaseException:
+            self.close()
+            raise
+
+    # -- slots -----------------------------------------------------------------------------------------------
+    def prepare(self, template, count: int) -> list:
+        """`count` slots shaped like `template`, mapped by the worker."""
+        for slot in self.slots:
+            slot.close()
+        self.slots = []
+        if self.gpu:
+            torch.cuda.empty_cache()
+        layout = Layout.of(template)
+        self.slots = [Slot(layout) for _ in range(count)]
+        if self.gpu and not all(s.isolated() for s in self.slots):
+            raise Verdict("error", "a shared slot's CUDA segment holds more than that slot (evaluator bug)")
+        fds = tuple(s.fd for s in self.slots if s.fd is not None)
+        self.worker.send("slots", fds=fds, layout=layout.to_wire(), handles=[s.handle() for s in self.slots])
+        self.worker.expect(("mapped",), self.deadline())
+        return self.slots
+
+    def deadline(self) -> float:
+        return self.job_deadline
+
+    def start_job(self):
+        self.job_deadline = time.monotonic() + self.timeout_s
+
+    # -- the timed protocol ------------------------------------------------------------------------------------
+    def sample(self, calls: list, writes: list, method: str, submission: str | None = None,
+               null: bool = False) -> Sample:
+        """One sample: `calls` are slot indices, `writes` (slot, private inputs) pairs written after the worker
+        queued (GPU arena) or before it starts (CPU, contest). null: the worker makes no call (calibration),
+        and the evaluator still copies the slots' outputs back."""
+        released_early = False
+        gpu_arena = self.gpu and method == "arena"
+        if gpu_arena:
+            self.worker.release(0)
+        t0 = None
+        if not gpu_arena:
+            t0 = time.perf_counter_ns()
+            self.write(writes)
+        self.worker.send("arm", slots=[] if null else calls, method=method, submission=submission)
+        if gpu_arena:
+            wait = (self.worker.clear_ns or 40e6) / 1e9  # what the contest's clear would have hidden
+            queued = self.worker.expect(("queued",), min(self.deadline(), time.monotonic() + wait), patient=True)
+            released_early = queued is None
+            t0 = time.perf_counter_ns()
+            self.write(writes)
+            self.worker.release(1)
+            if queued is None:
+                self.worker.expect(("queued",), self.deadline())
+        else:
+            self.worker.expect(("queued",), self.deadline())
+            if not self.gpu:
+                self.worker.send("go")
+        report = self.worker.expect(("sampled",), self.deadline())
+        outputs = [[b.clone() for b in outputs_of(self.slots[i].data)] for i in calls]
+        if self.gpu:
+            torch.cuda.synchronize()
+        return Sample(time.perf_counter_ns() - t0, report, outputs, released_early)
+
+    def write(self, writes: list):
+        for slot, private in writes:
+            slot.write(private)
+        if self.gpu:
+            self.flush()
+            torch.cuda.synchronize()
+
+    def calibrate(self) -> Calibration:
+        """Null samples before any submission code runs: the protocol's own overhead at two slot sizes."""
+        where = "cuda" if self.gpu else "cpu"
+        small, large = CALIBRATION_BYTES[where]
+        points = []
+        self.start_job()
+        for nbytes, outputs in ((small, 1), (large, 1), (small, CALIBRATION_OUTPUTS)):
+            def shaped(x):  # group-GEMM-like: one (operand, operand, output) triple per output
+                return ([(x, x, torch.zeros(64, 64, dtype=torch.float16, device=where)) for _ in range(outputs)],)
+            template = shaped(torch.zeros(nbytes, dtype=torch.uint8, device=where))
+            private = shaped(torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device=where))
+            self.prepare(template, 1)
+            for n in range(CALIBRATION_SAMPLES + 1):
+                result = self.sample([0], [(self.slots[0], private)], self.timing, null=True)
+                if n:  # the first of each configuration warms the copy paths
+                    points.append((nbytes, outputs, result.witness_ns - float(result.report.get("region_ns", 0))))
+        return Calibration(points)
+
+    # -- jobs --------------------------------------------------------------------------------------------------
+    def generate(self, job, seed: int, values: str | None = None):
+        return self.task.generate_input(**{**job.args, "seed": seed}, values=values or job.values)
+
+    def call(self, slots: list, submission: str | None) -> list:
+        self.worker.send("call", slots=slots, submission=submission)
+        reply = self.worker.expect(("called",), self.deadline())
+        calls = reply.get("calls")
+        if not isinstance(calls, list) or len(calls) != len(slots):
+            raise Verdict("tampered", "the worker's answer to a call was malformed")
+        return calls
+
+    def check_calls(self, privates: list, expected: list, calls: list, slot_ids: list, hint: str = "") -> Result | None:
+        grouped = isinstance(privates[0][0], list)
+        for n, (private, ref, answer, i) in enumerate(zip(privates, expected, calls, slot_ids)):
+            label = f"input {n}: " if len(privates) > 1 else ""
+            problem = answer.get("problem") if isinstance(answer, dict) else "malformed answer"
+            if problem:
+                return Result("fail", f"{label}{problem}")
+            out = as_output([b.clone() for b in outputs_of(self.slots[i].data)], grouped)
+            report = self.task.check_output(out, ref)
+            if not report.ok:
+                return Result("fail", f"{label}{report.message}{hint}")
+        unchanged = self.inputs_unchanged(privates, slot_ids)
+        return Result("fail", unchanged) if unchanged else None
+
+    def inputs_unchanged(self, privates: list, slot_ids: list) -> str:
+        from ..layout import flatten
+        pairs = []
+        for private, i in zip(privates, slot_ids):
+            outs = {id(t) for t in outputs_of(self.slots[i].data)}
+            for theirs, ours in zip(flatten(self.slots[i].data)[1], flatten(private)[1]):
+                if id(theirs) not in outs:
+                    pairs.append((theirs, ours))
+        return "" if same_bits(pairs) else "the submission modified its input tensors (other than the output c)"
+
+    def test(self, job) -> Result:
+        self.start_job()
+        data = self.generate(job, job.seeds[0])
+        self.prepare(data, 1)
+        self.slots[0].write(data)
+        call = self.call([0], job.submission)[0]
+        failed = self.check_calls([data], [self.task.ref_kernel(data)], [call], [0])
+        return failed or Result("pass", first_call_ns=float(call.get("host_ns") or 0))
+
+    def profile(self, job) -> Result:
+        self.start_job()
+        data = self.generate(job, job.seeds[0])
+        self.prepare(data, 1)
+        self.slots[0].write(data)
+        self.worker.send("profile", slot=0, submission=job.submission)
+        return Result("pass", report=str(self.worker.expect(("profiled",), self.deadline()).get("report", "")))
+
+    def benchmark(self, job) -> Result:
+        self.start_job()
+        started = time.perf_counter_ns()
+        n = len(job.seeds)
+        privates = [self.generate(job, s) for s in job.seeds]
+        self.prepare(privates[0], n)
+        ids = list(range(n))
+        for slot, private in zip(self.slots, privates):
+            slot.write(private)
+        calls = self.call(ids, job.submission)
+        first_ns = float(calls[0].get("host_ns") or 0) if isinstance(calls[0], dict) else None
+        failed = self.check_calls(privates, [self.task.ref_kernel(p) for p in privates], calls, ids)
+        if failed:
+            failed.first_call_ns = first_ns
+            return failed
+        general = self.generate(job, job.seeds[0], values="general")
+        self.slots[0].write(general)
+        failed = self.check_calls([general], [self.task.ref_kernel(general)], self.call([0], job.submission), [0])
+        if failed:
+            failed.message = f"general-value input: {failed.message}"
+            return failed
+        witness = Witness(self.witness_calibration, outputs=n * len(outputs_of(privates[0])))
+        nbytes = sum(s.layout.sizes["cpu"] + s.layout.sizes["cuda"] for s in self.slots)
+        durations, host_ns, pending, early, spent = [], [], [], 0, 0.0
+        rule = job.stop
+        sample_number = 0
+        while True:
+            sample_number += 1
+            privates = [self.generate(job, self.seeds.seed(job.label, job.index, job.values, sample_number, i))
+                        for i in range(n)]
+            expected = [self.task.ref_kernel(p) for p in privates]
+            result = self.sample(ids, list(zip(self.slots, privates)), job.timing, job.submission)
+            checked = time.perf_counter_ns()
+            report = result.report
+            region = report.get("region_ns")
+            if not isinstance(region, (int, float)) or not region >= 0 or not isinstance(report.get("problems"), list):
+                raise Verdict("tampered", f"sample {sample_number}: the worker's report was malformed")
+            findings = [p for p in report["problems"] if p]
+            if findings:
+                return Result("fail", f"sample {sample_number}: {findings[0]}", first_call_ns=first_ns)
+            grouped = isinstance(privates[0][0], list)
+            for i, (out, ref) in enumerate(zip(result.outputs, expected)):
+                check = self.task.check_output(as_output(out, grouped), ref)
+                if not check.ok:
+                    return Result("fail", f"sample {sample_number}: input {i}: {check.message}{STALE_HINT}",
+                                  first_call_ns=first_ns)
+            for verdict in (self.inputs_unchanged(privates, ids), self._processes(), self._l2()):
+                if verdict:
+                    return Result("fail", f"sample {sample_number}: {verdict}", first_call_ns=first_ns)
+            if report.get("self_check"):
+                return Result("tampered", f"sample {sample_number}: the worker's self-check found "
+                                          + "; ".join(map(str, report["self_check"])), first_call_ns=first_ns)
+            contradiction = witness.judge(result.witness_ns, region, nbytes)
+            if contradiction:
+                return Result("tampered", f"sample {sample_number}: {contradiction}", first_call_ns=first_ns)
+            durations.append(region / n)
+            host_ns.append(float(report.get("host_ns") or 0) / n)
+            pending.append(float(report.get("pending_ns") or 0))
+            early += result.hold_released_early or bool(report.get("hold_timed_out"))
+            spent += time.perf_counter_ns() - checked
+            if rule.done(durations, time.perf_counter_ns() - started):
+                break
+        contradiction = witness.judge_all(nbytes)
+        if contradiction:
+            return Result("tampered", contradiction, first_call_ns=first_ns)
+        return Result("pass", first_call_ns=first_ns, stats=calculate(durations).as_dict(), samples_ns=durations,
+                      host_ns=host_ns, hold_timeouts=early,
+                      hold_timeout_ns=self.worker.clear_ns if job.timing == "arena" and self.gpu else None,
+                      pending_max_ns=max(pending) if self.gpu else None, guard_ns=spent,
+                      job_ns=time.perf_counter_ns() - started, witness=witness.summary(nbytes))
+
+    def _processes(self) -> str:
+        stray = self.worker.descendants()
+        return f"the submission left {len(stray)} process(es) running after its calls (pid {stray[0]})" if stray else ""
+
+    def _l2(self) -> str:
+        return self.flush.limit_changed() if self.flush else ""
+
+    def close(self):
+        for slot in self.slots:
+            slot.close()
+        self.slots = []
+        self.worker.stop()

@@ -1,0 +1,103 @@
+"""Memory shared with the worker: one slot per call of a sample, each its own allocation.
+
+A slot holds one input tuple's tensors (the output buffer c included), laid out at page-aligned offsets of
+one buffer per device: a memfd the worker maps (CPU tensors) and, on a GPU, one CUDA allocation from a memory
+pool of its own (torch.cuda.MemPool), shared through CUDA IPC. The worker maps whole allocations, so nothing
+else lives in them: the evaluator's own copies, references and keys stay in its private memory, and the check
+`isolated()` confirms that each CUDA segment it shares holds that slot's buffer alone.
+
+The layout travels to the worker as JSON (`Layout.to_wire()`): the input tuple's structure with each tensor replaced
+by (device, offset, dtype, shape, stride). `write()` copies the evaluator's private inputs into a slot, the
+largest tensors first, so the small operand every output depends on arrives last.
+"""
+import io
+import mmap
+import os
+from dataclasses import dataclass
+
+import torch
+
+from ..layout import flatten, span_bytes, dtype_name, unflatten, view
+
+ALIGN = 4096
+
+
+@dataclass
+class Layout:
+    structure: object
+    tensors: list  # per tensor: {"device": "cpu"|"cuda", "offset", "bytes", "dtype", "shape", "stride"}
+    sizes: dict  # bytes per device buffer
+
+    @classmethod
+    def of(cls, template) -> "Layout":
+        structure, tensors = flatten(template)
+        sizes, specs = {"cpu": 0, "cuda": 0}, []
+        for t in tensors:
+            where = "cuda" if t.is_cuda else "cpu"
+            offset = sizes[where]
+            nbytes = span_bytes(t)
+            specs.append({"device": where, "offset": offset, "bytes": nbytes, "dtype": dtype_name(t.dtype),
+                          "shape": list(t.shape), "stride": list(t.stride())})
+            sizes[where] = -(-(offset + max(nbytes, 1)) // ALIGN) * ALIGN
+        return cls(structure, specs, sizes)
+
+    def to_wire(self) -> dict:
+        return {"structure": self.structure, "tensors": self.tensors, "sizes": self.sizes}
+
+
+class Slot:
+    """One call's inputs in shared memory, the evaluator's end."""
+
+    def __init__(self, layout: Layout):
+        self.layout = layout
+        self.fd = None
+        self.buffers = {}
+        if layout.sizes["cpu"]:
+            self.fd = os.memfd_create("nvfp4-arena-slot", os.MFD_CLOEXEC)
+            os.ftruncate(self.fd, layout.sizes["cpu"])
+            self._map = mmap.mmap(self.fd, layout.sizes["cpu"])
+            self.buffers["cpu"] = torch.frombuffer(self._map, dtype=torch.uint8)
+        if layout.sizes["cuda"]:
+            self.pool = torch.cuda.MemPool()
+            with torch.cuda.use_mem_pool(self.pool):
+                self.buffers["cuda"] = torch.empty(layout.sizes["cuda"], dtype=torch.uint8, device="cuda")
+        self.tensors = [view(self.buffers[s["device"]], s) for s in layout.tensors]
+        self.data = unflatten(layout.structure, self.tensors)
+        self.order = sorted(range(len(self.tensors)), key=lambda i: -layout.tensors[i]["bytes"])
+
+    def handle(self) -> dict:
+        """What the worker needs to map this slot: the CUDA IPC handle (torch's own reduction) as hex."""
+        if "cuda" not in self.buffers:
+            return {}
+        from multiprocessing.reduction import ForkingPickler
+
+        from torch.multiprocessing.reductions import init_reductions
+        init_reductions()
+        out = io.BytesIO()
+        ForkingPickler(out).dump(self.buffers["cuda"])
+        return {"cuda": out.getvalue().hex()}
+
+    def isolated(self) -> bool:
+        """True when the CUDA segment the worker maps holds this slot's buffer and nothing else."""
+        buf = self.buffers.get("cuda")
+        if buf is None:
+            return True
+        ptr = buf.data_ptr()
+        for segment in torch.cuda.memory_snapshot():
+            if segment["address"] <= ptr < segment["address"] + segment["total_size"]:
+                live = [b for b in segment["blocks"] if b["state"] == "active_allocated"]
+                return len(live) == 1 and segment["total_size"] <= -(-buf.numel() // (2 << 20)) * (2 << 20)
+        return False
+
+    def write(self, private) -> None:
+        """Copy the evaluator's private input tuple into the slot, largest tensors first."""
+        _, sources = flatten(private)
+        for i in self.order:
+            self.tensors[i].copy_(sources[i])
+
+    def close(self):
+        self.tensors, self.data, self.buffers = [], None, {}
+        self.pool = None  # a private pool's segments go back to the driver with it (Evaluation.prepare)
+        if self.fd is not None:  # the mapping goes with the last view of it
+            os.close(self.fd)
+            self.fd = None

@@ -1,0 +1,245 @@
+"""The evaluator's end of a worker process: start it confined, talk to it against the evaluator's own clock,
+end it and every process it started.
+
+A worker is a fresh `python -m harness.worker` in a session of its own, dying with the evaluator (parent-death
+signal; every live worker is killed when the evaluator exits, on SIGTERM or Ctrl-C too). Messages travel as JSON
+lines on one socket pair (harness.channel); every read has a deadline, so a submission that writes garbage, or
+nothing, gets a verdict within its timeout. The evaluator is a child subreaper (Linux): a process the worker
+starts and orphans, even one in a new session, is re-parented here and killed when the worker is stopped, and
+`descendants()` lists any such process while the worker runs. The worker's stdout and stderr are drained by a
+thread and forwarded up to a cap.
+"""
+import atexit
+import ctypes
+import mmap
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .. import channel
+from .sandbox import worker_environment
+
+STARTUP_GRACE_S = 60.0  # interpreter, torch import and CUDA context, on top of the case timeout
+OUTPUT_CAP = 1 << 20  # bytes of a worker's own output forwarded to the evaluator's stderr
+TAIL = 2000  # characters of the worker's last output kept for crash messages
+ROOT = Path(__file__).resolve().parent.parent.parent
+PR_SET_CHILD_SUBREAPER = 36
+_LIVE = set()
+
+
+class Verdict(Exception):
+    """A finding that ends a job: status and message for the record."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def become_subreaper() -> bool:
+    try:
+        return ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except OSError:
+        return False
+
+
+SUBREAPER = become_subreaper()
+
+
+def _parents() -> dict:
+    """{pid: parent pid} of every process this user can see (Linux /proc)."""
+    out = {}
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                out[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def _death_message(code: int | None) -> str:
+    if code is None:
+        return "worker vanished"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"crashed: the worker process was killed by {name}"
+    return f"crashed: the worker process exited with code {code} before reporting a result"
+
+
+class _Output(threading.Thread):
+    """Drains a worker's stdout and stderr: forwards up to OUTPUT_CAP bytes, keeps the tail."""
+
+    def __init__(self, stream):
+        super().__init__(daemon=True)
+        self.stream, self.forwarded, self.dropped, self.tail = stream, 0, 0, b""
+
+    def run(self):
+        while chunk := self.stream.read1(1 << 16):
+            self.tail = (self.tail + chunk)[-TAIL:]
+            keep = chunk[:max(0, OUTPUT_CAP - self.forwarded)]
+            self.forwarded += len(keep)
+            self.dropped += len(chunk) - len(keep)
+            if keep:
+                try:
+                    sys.stderr.buffer.write(keep)
+                    sys.stderr.flush()
+                except (OSError, ValueError, AttributeError):
+                    pass
+
+
+class WorkerProcess:
+    """One worker: started confined, "ready" awaited; the caller then calibrates and sends "load"."""
+
+    def __init__(self, task: str, paths: list, timeout_s: float, confined: bool = True):
+        ours, theirs = socket.socketpair()
+        self.fd = ours.detach()
+        flag_fd = os.memfd_create("nvfp4-arena-hold", os.MFD_CLOEXEC)
+        os.ftruncate(flag_fd, 4096)
+        self.flag = mmap.mmap(flag_fd, 4096)
+        env, writable, self.scratch = worker_environment()
+        command = [sys.executable, "-m", "harness.worker", "--task", task, "--channel", str(theirs.fileno()),
+                   "--flag", str(flag_fd), "--parent", str(os.getpid()),
+                   *[f"--writable={w}" for w in writable], *([] if confined else ["--unconfined"]), "--",
+                   *[str(p) for p in paths]]
+        self.process = subprocess.Popen(command, cwd=ROOT, env=env, pass_fds=(theirs.fileno(), flag_fd),
+                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        start_new_session=True)
+        theirs.close()
+        os.close(flag_fd)
+        _LIVE.add(self)
+        self.reader = channel.Reader(self.fd)
+        self.output = _Output(self.process.stdout)
+        self.output.start()
+        ready = self.expect(("ready",), time.monotonic() + timeout_s + STARTUP_GRACE_S)
+        self.device = ready.get("device") if isinstance(ready.get("device"), dict) else {}
+        self.sandbox = str(ready.get("sandbox", "none: unreported"))
+        self.clear_ns = ready.get("clear_ns") if isinstance(ready.get("clear_ns"), (int, float)) else None
+
+    def send(self, kind: str, fds: tuple = (), **payload):
+        try:
+            channel.send(self.fd, kind, fds=fds, **payload)
+        except OSError:
+            raise Verdict("crash", self._death()) from None
+
+    def expect(self, kinds: tuple, deadline: float, patient: bool = False) -> dict | None:
+        """The next message, which must be one of `kinds`; otherwise a Verdict (crash, timeout, tampered, error).
+        patient: None instead of a timeout verdict when the deadline passes."""
+        try:
+            message = self.reader.receive(deadline)
+        except channel.Closed:
+            raise Verdict("crash", self._death()) from None
+        except channel.Garbled as exc:
+            raise Verdict("tampered", f"the channel carried something other than the harness's messages ({exc}): "
+                                      "the submission wrote to a file descriptor it did not open") from None
+        if message is None:
+            if patient:
+                return None
+            raise Verdict("timeout", "timed out: no answer from the worker in time; the worker was killed")
+        if message["kind"] in kinds:
+            return message
+        if message["kind"] == "error" and "error" not in kinds:
+            raise Verdict("error", str(message.get("message", "")))
+        if message["kind"] == "fatal":
+            raise Verdict("error", str(message.get("message", "the worker could not start")))
+        raise Verdict("tampered", f"an unexpected '{message['kind']}' message arrived from the worker")
+
+    def release(self, value: int):
+        """Write the hold's flag in the page the worker's hold kernel polls."""
+        self.flag[0:4] = int(value).to_bytes(4, "little")
+
+    def descendants(self) -> list[int]:
+        """Processes the worker started that are still alive (its descendants, and orphans re-parented here)."""
+        parents = _parents()
+        ours = {self.process.pid}
+        for _ in range(64):
+            grown = ours | {pid for pid, parent in parents.items() if parent in ours}
+            if grown == ours:
+                break
+            ours = grown
+        others = {w.process.pid for w in _LIVE}
+        orphans = {pid for pid, parent in parents.items() if parent == os.getpid() and pid not in others}
+        return sorted((ours - {self.process.pid}) | orphans)
+
+    def _death(self) -> str:
+        try:
+            code = self.process.wait(5)
+        except subprocess.TimeoutExpired:
+            code = None
+        tail = self.output.tail.decode(errors="replace").strip()
+        return _death_message(code) + (f"\nlast output:\n{tail}" if tail else "")
+
+    def stop(self):
+        """Ask the worker to leave, then kill it, its process group and every process it left behind."""
+        if self not in _LIVE:
+            return
+        _LIVE.discard(self)
+        if self.process.poll() is None:
+            try:
+                channel.send(self.fd, "stop")
+                self.process.wait(2)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        stray = self.descendants()
+        for target in (lambda: os.killpg(self.process.pid, signal.SIGKILL), lambda: self.process.kill()):
+            try:
+                target()
+            except (ProcessLookupError, PermissionError):
+                pass
+        self.process.wait()
+        kill_strays(stray)
+        try:
+            os.close(self.fd)
+        except OSError:
+            pass
+        self.output.join(5)
+        self.scratch.cleanup()
+        if self.output.dropped:
+            print(f"[nvfp4-arena: {self.output.dropped:,} more bytes of the submission's output were dropped]",
+                  file=sys.stderr)
+
+
+def kill_strays(pids: list, rounds: int = 20):
+    """SIGKILL the given processes and whatever they orphan meanwhile (re-parented here), until none is left."""
+    others = {w.process.pid for w in _LIVE}
+    for _ in range(rounds):
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for pid in pids:
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+        pids = [pid for pid, parent in _parents().items() if parent == os.getpid() and pid not in others
+                and not _is_zombie(pid)]
+        if not pids:
+            return
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def stop_all():
+    """Kill every live worker (the evaluator is leaving)."""
+    for worker in list(_LIVE):
+        worker.stop()
+
+
+atexit.register(stop_all)

@@ -1,0 +1,137 @@
+"""What the worker does around the submission's calls: one untimed call, or one timed sample.
+
+A timed sample is the contest's: the N calls back to back between two CUDA events. On a GPU with arena
+timing the worker queues the hold, the start event, the N calls and the end event, says "queued", and the
+evaluator then writes the inputs, flushes the L2 and releases the hold; under contest timing the evaluator
+has written the inputs first and the worker runs the contest's clear. On a CPU the calls run when the
+evaluator says "go". Afterwards each returned output that is not its slot's c is copied into c, where the
+evaluator reads it. Nothing here decides a verdict: every number and output goes to the evaluator.
+"""
+import gc
+import sys
+import threading
+import time
+from contextlib import contextmanager
+
+import torch
+
+
+def output_targets(data) -> tuple[list, bool]:
+    """The output buffers of one input tuple (each group's c for group GEMM), and whether it is grouped."""
+    if isinstance(data[0], list):
+        return [abc[2] for abc in data[0]], True
+    return [data[-1]], False
+
+
+def place_output(out, data) -> str:
+    """Copy a returned output into its slot's c where it is another tensor; '' or what is wrong with it."""
+    targets, grouped = output_targets(data)
+    if grouped and not isinstance(out, (list, tuple)):
+        return f"returned a {type(out).__name__}, expected a list of {len(targets)} tensors (one per group)"
+    outs = list(out) if grouped else [out]
+    if len(outs) != len(targets):
+        return f"returned {len(outs)} outputs, expected {len(targets)} (one per group)"
+    for g, (o, c) in enumerate(zip(outs, targets)):
+        name = f"group {g}" if grouped else "output"
+        if not isinstance(o, torch.Tensor):
+            return f"{name}: expected a torch.Tensor, got {type(o).__name__}"
+        if tuple(o.shape) != tuple(c.shape):
+            return f"{name}: shape {tuple(o.shape)} != expected {tuple(c.shape)}"
+        if o.dtype != c.dtype:
+            return f"{name}: dtype {o.dtype} != expected {c.dtype}"
+        if o.device == c.device and o.data_ptr() == c.data_ptr() and o.stride() == c.stride():
+            continue
+        try:
+            c.copy_(o)
+        except RuntimeError as exc:
+            return f"{name}: could not be read into its output buffer ({exc})"
+    return ""
+
+
+@contextmanager
+def collector_paused():
+    """Python's garbage collector off for one sample: a collection of a large heap takes hundreds of µs and
+    would land inside the calls as host time. It runs again between samples."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def call_once(kernel, data, device) -> dict:
+    """One untimed call (first calls, correctness): host time until its work is done."""
+    device.synchronize()
+    started = time.perf_counter_ns()
+    out = kernel(data)
+    device.synchronize()
+    host_ns = time.perf_counter_ns() - started
+    problem = place_output(out, data)
+    device.synchronize()
+    return {"host_ns": host_ns, "problem": problem}
+
+
+def timed_sample(kernel, batch: list, device, hold, method: str, send, wait_go) -> dict:
+    """One sample of N calls; sends "queued" once they are queued (GPU) or before they run (CPU)."""
+    with collector_paused():
+        device.synchronize()
+        if device.gpu:
+            if method == "contest":
+                device.contest_clear()
+            else:
+                hold.engage()
+            device.start()
+            queued = time.perf_counter_ns()
+            outs = [kernel(d) for d in batch]
+            host_ns = time.perf_counter_ns() - queued
+            device.stop()
+            send("queued", host_ns=host_ns)
+        else:
+            send("queued", host_ns=0)
+            wait_go()
+            device.start()
+            outs = [kernel(d) for d in batch]
+            device.stop()
+            host_ns = 0
+        end_reached = device.wait_end()
+        pending_ns = device.pending_ns(end_reached)
+        region_ns = device.elapsed_ns()
+        timed_out = bool(device.gpu and method != "contest" and hold.timed_out())
+    problems = [place_output(o, d) for o, d in zip(outs, batch)]
+    device.synchronize()
+    return {"region_ns": region_ns, "host_ns": host_ns, "pending_ns": pending_ns, "hold_timed_out": timed_out,
+            "problems": problems}
+
+
+class SelfCheck:
+    """Defence in depth inside the worker (a speed bump: the submission shares this process and can undo any of
+    it): after each sample, no torch function or dispatch mode left on, no trace or profile hook, no thread the
+    sample started, and the worker's own functions unreplaced. The evaluator's checks do not depend on it."""
+
+    def __init__(self, modules: list):
+        self.functions = {}
+        for module in modules:
+            for name, obj in vars(module).items():
+                code = getattr(obj, "__code__", None)
+                if code is not None:
+                    self.functions[f"{module.__name__}.{name}"] = (module, name, obj, code)
+        self.threads = set(threading.enumerate())
+
+    def findings(self) -> list[str]:
+        found = []
+        if torch._C._len_torch_function_stack():
+            found.append("a torch function mode is active")
+        if torch._C._len_torch_dispatch_stack():
+            found.append("a torch dispatch mode is active")
+        if sys.gettrace() is not None or sys.getprofile() is not None:
+            found.append("a trace or profile hook is set")
+        extra = [t.name for t in threading.enumerate() if t not in self.threads and t.is_alive()]
+        if extra:
+            found.append(f"threads left running: {', '.join(extra)}")
+        replaced = [name for name, (module, attr, obj, code) in self.functions.items()
+                    if getattr(module, attr, None) is not obj or obj.__code__ is not code]
+        if replaced:
+            found.append(f"worker functions replaced: {', '.join(sorted(replaced))}")
+        return found

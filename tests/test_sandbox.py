@@ -1,0 +1,50 @@
+"""The worker's sandbox and the evaluator's subreaper, tried by a file that wants to change records and the
+repository and to leave a process behind (tests/redteam/persist.py). Needs Landlock (Linux 5.13+, landlockpy)."""
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PERSIST = ROOT / "tests" / "redteam" / "persist.py"
+
+
+def landlock_available() -> bool:
+    try:
+        from landlockpy import Ruleset  # noqa: F401
+        import ctypes
+        return ctypes.CDLL(None, use_errno=True).syscall(444, None, 0, 1) > 0
+    except (ImportError, OSError):
+        return False
+
+
+def live_processes_running(marker: str) -> list:
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if marker in (proc / "cmdline").read_bytes().decode(errors="replace"):
+                    state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                    found.append((proc.name, state))
+            except OSError:
+                continue
+    return [p for p in found if p[1] != "Z"]
+
+
+@pytest.mark.skipif(not landlock_available(), reason="needs Landlock and landlockpy")
+def test_a_worker_cannot_write_records_or_the_repository_nor_outlive_its_run(results_dir):
+    results_dir.mkdir(parents=True)
+    planted = ROOT / "reference" / "planted.py"
+    proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission", str(PERSIST),
+                           "--mode", "test", "--case", "0", "--json"], capture_output=True, text=True, timeout=300,
+                          cwd=ROOT)
+    out = json.loads(proc.stdout)
+    assert out[0]["records"][0]["sandbox"].startswith("landlock"), out[0]["records"][0]["sandbox"]
+    assert not planted.exists()
+    time.sleep(0.5)
+    lines = (results_dir / "gemm.jsonl").read_text().splitlines()
+    assert lines and all("forged" not in line for line in lines)
+    assert not live_processes_running(str(PERSIST)), "a process the worker started outlived the run"
