@@ -1,6 +1,5 @@
 """Measures this GPU's real ceilings and the harness's own costs, stored in results/calibration.json:
-fp16 matmul rate, device copy bandwidth, the L2 flush, and the timing floor of a kernel that
-does nothing (returns c untouched) for each task's inputs-per-sample."""
+fp16 matmul rate, device copy bandwidth and the evaluator's L2 flush."""
 import json
 import statistics
 from pathlib import Path
@@ -11,8 +10,7 @@ from reference.cases import task_names
 
 from .device import GpuDevice, describe
 from .results import now
-from .rules import StopRule, task_rules
-from .timing import measure
+from .rules import task_rules
 
 
 def _median_ms(fn, repeats: int, warmup: int = 3) -> float:
@@ -42,18 +40,10 @@ def copy_tbps(nbytes: int = 2 << 30) -> float:
     return 2 * nbytes / (_median_ms(lambda: dst.copy_(src), 20) * 1e-3) / 1e12
 
 
-def flush_us(device: GpuDevice) -> float:
-    return _median_ms(device.flush, 50) * 1e3
-
-
-def noop_floor_ns(task: str, device: GpuDevice, samples: int = 200) -> float:
-    """Per-call time the default timing (flush + hold) reports for a kernel that returns c untouched."""
-    rules = task_rules(task)
-    c = torch.randn(8, 8, dtype=torch.float16, device="cuda")
-    inputs = [(c,)] * rules.inputs_per_sample
-    timing = measure(lambda data: data[-1], lambda: (inputs, [False] * len(inputs)), device, "arena",
-                     StopRule(max_runs=samples, max_time_ns=float("inf")), [])
-    return statistics.median(timing.durations)
+def flush_us() -> float:
+    """The evaluator's L2 flush before each sample (harness.evaluator.evaluation.L2Flush)."""
+    from .evaluator.evaluation import L2Flush
+    return _median_ms(L2Flush(), 50) * 1e3
 
 
 def calibrate(path: Path) -> dict:
@@ -64,9 +54,8 @@ def calibrate(path: Path) -> dict:
         "device": device,
         "fp16_matmul_tflops": fp16_matmul_tflops(),
         "copy_tbps": copy_tbps(),
-        "l2_flush_us": flush_us(gpu),
+        "l2_flush_us": flush_us(),
         "persisting_l2_reset": gpu.reset_persisting_l2(),
-        "noop_floor_ns": {t: noop_floor_ns(t, gpu) for t in task_names()},
     }
     data = json.loads(path.read_text()) if path.exists() else {}
     data[device["name"]] = entry
