@@ -54,6 +54,13 @@ def view(buffer: torch.Tensor, spec: dict) -> torch.Tensor:
 
 
 
+def output_buffers(data) -> tuple[list, bool]:
+    """The output buffers of one input tuple (each group's c for group GEMM), and whether it is grouped."""
+    if isinstance(data[0], list):
+        return [abc[2] for abc in data[0]], True
+    return [data[-1]], False
+
+
 def open_slot(layout: dict, fd: int | None, handle: dict):
     """The worker's end: the input tuple a slot holds, as views of the mapped buffers."""
     buffers = {}

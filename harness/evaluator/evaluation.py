@@ -15,6 +15,7 @@ import torch
 from reference import get_task
 
 from .. import device as devices
+from ..layout import output_buffers
 from ..protocol import Result
 from ..rules import task_rules
 from ..stats import calculate
@@ -31,8 +32,7 @@ CALIBRATION_SAMPLES = 4
 
 
 def outputs_of(data) -> list:
-    """The output buffers of one input tuple (each group's c for group GEMM)."""
-    return [abc[2] for abc in data[0]] if isinstance(data[0], list) else [data[-1]]
+    return output_buffers(data)[0]
 
 
 def as_output(buffers: list, grouped: bool):

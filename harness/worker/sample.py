@@ -15,17 +15,12 @@ from contextlib import contextmanager
 
 import torch
 
-
-def output_targets(data) -> tuple[list, bool]:
-    """The output buffers of one input tuple (each group's c for group GEMM), and whether it is grouped."""
-    if isinstance(data[0], list):
-        return [abc[2] for abc in data[0]], True
-    return [data[-1]], False
+from harness.layout import output_buffers
 
 
 def place_output(out, data) -> str:
     """Copy a returned output into its slot's c where it is another tensor; '' or what is wrong with it."""
-    targets, grouped = output_targets(data)
+    targets, grouped = output_buffers(data)
     if grouped and not isinstance(out, (list, tuple)):
         return f"returned a {type(out).__name__}, expected a list of {len(targets)} tensors (one per group)"
     outs = list(out) if grouped else [out]
