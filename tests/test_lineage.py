@@ -130,11 +130,13 @@ def test_measured_diff_of_identical_files_spans_one(results_dir, tmp_path):
 
 
 def test_measure_interleaves_versions_in_one_worker_process(tmp_path, monkeypatch):
-    """diff --measure: every version runs in the same worker process, each round, every shape."""
+    """diff --measure: every version runs in the same worker process, each round, every shape. The files log
+    their imports into a cache folder, one of the few the worker's sandbox may write."""
     from harness.evaluator.session import measure_interleaved
     from harness.submission import resolve
     from reference.cases import leaderboards
-    log = tmp_path / "imports.log"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    log = tmp_path / "cache" / "imports.log"
     monkeypatch.setenv("PID_LOG", str(log))
     source = (ROOT / "submissions" / "gemv" / "v0.py").read_text()
     stamp = 'import os\nopen(os.environ["PID_LOG"], "a").write(f"{__file__} {os.getpid()}\\n")\n'

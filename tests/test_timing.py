@@ -109,11 +109,19 @@ def test_witness_fit_and_margin():
 def test_witness_flags_a_forged_time_three_samples_in_a_row_and_passes_an_honest_one():
     w = calibrated()
     honest = w.expected_ns(64) + 10_000.0
-    assert all(w.judge(honest + 50_000.0, 50_000.0, 64) == "" for _ in range(10))
+    assert all(w.judge(honest + 50_000.0, 0.0, 50_000.0, 64) == "" for _ in range(10))
     forged = calibrated()
-    verdicts = [forged.judge(honest + 900_000.0, 50_000.0, 64) for _ in range(IN_A_ROW)]
+    verdicts = [forged.judge(honest + 900_000.0, 0.0, 50_000.0, 64) for _ in range(IN_A_ROW)]
     assert verdicts[:-1] == [""] * (IN_A_ROW - 1) and "clock saw" in verdicts[-1]
-    assert "inside a sample" in calibrated().judge(10_000.0, 50_000.0, 64)
+    assert "inside a sample" in calibrated().judge(10_000.0, 0.0, 50_000.0, 64)
+
+
+def test_witness_leaves_out_time_spent_waiting_for_a_cpu():
+    """A sample stretched by 2 ms of another process's load passes; the same 2 ms not spent waiting is flagged."""
+    loaded, busy = calibrated(), calibrated()
+    stretched = loaded.expected_ns(64) + 50_000.0 + 2_000_000.0
+    assert all(loaded.judge(stretched, 2_000_000.0, 50_000.0, 64) == "" for _ in range(10))
+    assert "clock saw" in [busy.judge(stretched, 0.0, 50_000.0, 64) for _ in range(IN_A_ROW)][-1]
 
 
 def test_contest_rules_per_evaluation_file():

@@ -22,7 +22,7 @@ from ..stats import calculate
 from .seeds import SeedSource
 from .slots import Layout, Slot
 from .supervisor import Verdict, WorkerProcess
-from .witness import Calibration, Witness
+from .witness import Calibration, Witness, run_delay_ns
 
 STALE_HINT = ("\n(every earlier output was right, so the kernel may be returning outputs remembered from earlier "
               "calls: each timed call gets freshly drawn inputs)")
@@ -55,7 +55,8 @@ def same_bits(pairs: list) -> bool:
 class Sample:
     """What one timed sample came to, on the evaluator's side."""
 
-    witness_ns: float
+    witness_ns: float  # the evaluator's clock around the sample
+    waited_ns: float  # of which the evaluator's thread and the worker's main thread waited for a CPU
     report: dict
     outputs: list
     hold_released_early: bool
@@ -137,16 +138,16 @@ class Evaluation:
         gpu_arena = self.gpu and method == "arena"
         if gpu_arena:
             self.worker.release(0)
-        t0 = None
+        t0 = delay0 = None
         if not gpu_arena:
-            t0 = time.perf_counter_ns()
+            t0, delay0 = time.perf_counter_ns(), self.run_delay_ns()
             self.write(writes)
         self.worker.send("arm", slots=[] if null else calls, method=method, submission=submission)
         if gpu_arena:
             wait = (self.worker.clear_ns or 40e6) / 1e9  # what the contest's clear would have hidden
             queued = self.worker.expect(("queued",), min(self.deadline(), time.monotonic() + wait), patient=True)
             released_early = queued is None
-            t0 = time.perf_counter_ns()
+            t0, delay0 = time.perf_counter_ns(), self.run_delay_ns()
             self.write(writes)
             self.worker.release(1)
             if queued is None:
@@ -159,7 +160,11 @@ class Evaluation:
         outputs = [[b.clone() for b in outputs_of(self.slots[i].data)] for i in calls]
         if self.gpu:
             torch.cuda.synchronize()
-        return Sample(time.perf_counter_ns() - t0, report, outputs, released_early)
+        return Sample(time.perf_counter_ns() - t0, self.run_delay_ns() - delay0, report, outputs, released_early)
+
+    def run_delay_ns(self) -> int:
+        """The time the evaluator's thread and the worker's main thread have waited for a CPU (see witness)."""
+        return run_delay_ns() + run_delay_ns(self.worker.process.pid)
 
     def write(self, writes: list):
         for slot, private in writes:
@@ -183,7 +188,8 @@ class Evaluation:
             for n in range(CALIBRATION_SAMPLES + 1):
                 result = self.sample([0], [(self.slots[0], private)], self.timing, null=True)
                 if n:  # the first of each configuration warms the copy paths
-                    points.append((nbytes, outputs, result.witness_ns - float(result.report.get("region_ns", 0))))
+                    points.append((nbytes, outputs, result.witness_ns - result.waited_ns
+                                   - float(result.report.get("region_ns", 0))))
         return Calibration(points)
 
     # -- jobs --------------------------------------------------------------------------------------------------
@@ -291,7 +297,7 @@ class Evaluation:
             if report.get("self_check"):
                 return Result("tampered", f"sample {sample_number}: the worker's self-check found "
                                           + "; ".join(map(str, report["self_check"])), first_call_ns=first_ns)
-            contradiction = witness.judge(result.witness_ns, region, nbytes)
+            contradiction = witness.judge(result.witness_ns, result.waited_ns, region, nbytes)
             if contradiction:
                 return Result("tampered", f"sample {sample_number}: {contradiction}", first_call_ns=first_ns)
             durations.append(region / n)

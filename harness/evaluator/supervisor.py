@@ -64,6 +64,11 @@ def _parents() -> dict:
     return out
 
 
+def _children() -> list[int]:
+    """This process's live children: those a worker's orphans are told apart from."""
+    return [pid for pid, parent in _parents().items() if parent == os.getpid() and not _is_zombie(pid)]
+
+
 def _death_message(code: int | None) -> str:
     if code is None:
         return "worker vanished"
@@ -101,6 +106,8 @@ class WorkerProcess:
     """One worker: started confined, "ready" awaited; the caller then calibrates and sends "load"."""
 
     def __init__(self, task: str, paths: list, timeout_s: float, confined: bool = True):
+        self.timeout_s = timeout_s
+        self.preexisting = set(_children())
         ours, theirs = socket.socketpair()
         self.fd = ours.detach()
         flag_fd = os.memfd_create("nvfp4-arena-hold", os.MFD_CLOEXEC)
@@ -144,7 +151,8 @@ class WorkerProcess:
         if message is None:
             if patient:
                 return None
-            raise Verdict("timeout", "timed out: no answer from the worker in time; the worker was killed")
+            raise Verdict("timeout", f"timed out: no answer from the worker within {self.timeout_s:g} s; "
+                                     "the worker was killed")
         if message["kind"] in kinds:
             return message
         if message["kind"] == "error" and "error" not in kinds:
@@ -166,9 +174,9 @@ class WorkerProcess:
             if grown == ours:
                 break
             ours = grown
-        others = {w.process.pid for w in _LIVE}
+        others = {w.process.pid for w in _LIVE} | self.preexisting
         orphans = {pid for pid, parent in parents.items() if parent == os.getpid() and pid not in others}
-        return sorted((ours - {self.process.pid}) | orphans)
+        return sorted(pid for pid in (ours - {self.process.pid}) | orphans if not _is_zombie(pid))
 
     def _death(self) -> str:
         try:

@@ -9,6 +9,12 @@ before any submission code is imported ("null samples": the same protocol with n
 slot and for many outputs), as a + b x bytes written + c x output tensors (c counted twice: both copies). A sample whose W exceeds the reported calls plus that
 overhead by more than the margin is flagged; three flagged samples in a row, or a median excess over the
 margin, are a verdict. The margin is what a forged time or hidden work must exceed to be caught.
+
+W leaves out the time the evaluator's thread and the worker's main thread spent waiting for a CPU while
+runnable (Linux schedstat's run delay): load from other processes on a busy machine is not hidden work. That
+leaves one way around the witness, which makes it a speed bump rather than a wall where CPUs are scarce: a
+submission that keeps the machine's CPUs busy with threads of its own, so that its main thread waits, hides
+that wait. The walls are elsewhere: inputs drawn fresh for every sample and every output checked.
 """
 import statistics
 from dataclasses import dataclass, field
@@ -17,6 +23,17 @@ MIN_MARGIN_NS = 100_000.0  # host scheduling noise of the two processes' clocks 
 SPREAD_MULTIPLE = 4.0  # times the calibration's largest deviation from its fit
 OVERHEAD_FRACTION = 0.25  # of the expected overhead: the evaluator's writes vary with the GPU's time-slicing
 IN_A_ROW = 3
+
+
+def run_delay_ns(pid: int | None = None) -> int:
+    """How long a thread has waited on a run queue, in ns: this thread's, or process pid's main thread's.
+    0 where the kernel does not keep schedstat."""
+    path = "/proc/thread-self/schedstat" if pid is None else f"/proc/{pid}/schedstat"
+    try:
+        with open(path) as f:
+            return int(f.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 @dataclass
@@ -59,9 +76,11 @@ class Witness:
     def margin_ns(self, nbytes: float) -> float:
         return max(MIN_MARGIN_NS, SPREAD_MULTIPLE * self.spread) + OVERHEAD_FRACTION * self.expected_ns(nbytes)
 
-    def judge(self, witness_ns: float, region_total_ns: float, nbytes: float) -> str:
-        """'' or why the sample's report cannot be true; a verdict after IN_A_ROW flagged samples."""
-        excess = witness_ns - region_total_ns - self.expected_ns(nbytes)
+    def judge(self, witness_ns: float, waited_ns: float, region_total_ns: float, nbytes: float) -> str:
+        """'' or why the sample's report cannot be true; a verdict after IN_A_ROW flagged samples. waited_ns:
+        the part of witness_ns the two threads spent waiting for a CPU (left out of the excess only: a wait
+        inside the calls is in the reported time too)."""
+        excess = witness_ns - waited_ns - region_total_ns - self.expected_ns(nbytes)
         self.excess_ns.append(excess)
         if region_total_ns > witness_ns:
             return (f"the worker reported {region_total_ns / 1e3:.1f} µs of calls inside a sample the evaluator's "
