@@ -7,7 +7,7 @@ import torch
 
 from . import general_values as gv
 from .checker import compare, contest_checks
-from .compute import default_device, matmul_nt
+from .compute import default_device, manual_seed, matmul_nt
 from .nvfp4 import SF_VEC, ceil_div, dequantize, mma_layout_shape, reordered_scales, single_output_slots
 
 SIGN_AND_LOW_BITS = 0b1011_1011  # keeps e2m1 values in {+-0, +-0.5, +-1, +-1.5}
@@ -21,7 +21,7 @@ def generate_input(m: int, n: int, k: int, l: int, seed: int, values: str = "con
     with zeros so inputs are deterministic. Contest shapes have no padding.
     """
     device = device or default_device()
-    torch.manual_seed(seed)
+    manual_seed(seed)
     if values == "contest":
         def draw_fp4(mn):
             return torch.randint(255, size=(l, mn, k // 2), dtype=torch.uint8, device=device) & SIGN_AND_LOW_BITS

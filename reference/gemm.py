@@ -6,7 +6,7 @@ import torch
 
 from . import general_values as gv
 from .checker import compare, contest_checks
-from .compute import default_device, matmul_nt
+from .compute import default_device, manual_seed, matmul_nt
 from .nvfp4 import SF_VEC, ceil_div, dequantize, mma_layout_shape, reordered_scales, single_output_slots
 
 GENERAL_TARGET_STD = 64.0
@@ -15,7 +15,7 @@ GENERAL_TARGET_STD = 64.0
 def generate_input(m: int, n: int, k: int, l: int, seed: int, values: str = "contest", device=None):
     """The contest's inputs; on CUDA the RNG call sequence matches the contest's, bit for bit."""
     device = device or default_device()
-    torch.manual_seed(seed)
+    manual_seed(seed)
     if values == "contest":
         a = torch.randint(-128, 128, (l, m, k // 2), dtype=torch.int8, device=device)
         b = torch.randint(-128, 128, (l, n, k // 2), dtype=torch.int8, device=device)

@@ -7,7 +7,7 @@ import torch
 
 from . import general_values as gv
 from .checker import compare, contest_checks
-from .compute import default_device, matmul_nt
+from .compute import default_device, manual_seed, matmul_nt
 from .nvfp4 import SF_VEC, ceil_div, dequantize, mma_layout_shape, reordered_scales, single_output_slots
 
 B_ROWS = 128  # b is padded to 128 rows so the contest's _scaled_mm can run
@@ -17,7 +17,7 @@ GENERAL_TARGET_STD = 64.0
 def generate_input(m: int, k: int, l: int, seed: int, values: str = "contest", device=None):
     """The contest's inputs; on CUDA the RNG call sequence matches the contest's, bit for bit."""
     device = device or default_device()
-    torch.manual_seed(seed)
+    manual_seed(seed)
     if values == "contest":
         a = torch.randint(0, 4, (l, m, k // 2), dtype=torch.uint8, device=device)
         b = torch.randint(0, 4, (l, B_ROWS, k // 2), dtype=torch.uint8, device=device)

@@ -7,7 +7,7 @@ import torch
 
 from . import general_values as gv
 from .checker import compare_groups, contest_checks
-from .compute import default_device, matmul_nt
+from .compute import default_device, manual_seed, matmul_nt
 from .nvfp4 import SF_VEC, ceil_div, dequantize, mma_layout_shape, reordered_scales
 
 SIGN_AND_LOW_BITS = 0b1011_1011
@@ -26,7 +26,7 @@ def generate_input(m, n, k, g: int, seed: int, values: str = "contest", device=N
         raise ValueError(f"m, n, k must each list g={g} sizes; got {len(m)}, {len(n)}, {len(k)}")
     if values not in ("contest", "general"):
         raise ValueError(f"values must be 'contest' or 'general', not {values!r}")
-    torch.manual_seed(seed)
+    manual_seed(seed)
     abc, sfasfb, sfasfb_reordered, sizes = [], [], [], []
     for mi, ni, ki in zip(m, n, k):
         sf_k = ceil_div(ki, SF_VEC)

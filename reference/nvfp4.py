@@ -59,12 +59,11 @@ def scatter_to_mma_layout(reordered: torch.Tensor, ref: torch.Tensor) -> torch.T
     Entries past mn or sf_k (padding) keep whatever `reordered` held.
     """
     mn, sf_k, l = ref.shape
-    dev = reordered.device
-    i, j, b = torch.meshgrid(
-        torch.arange(mn, device=dev), torch.arange(sf_k, device=dev), torch.arange(l, device=dev), indexing="ij"
-    )
-    rows = ATOM_M[0] * ATOM_M[1]
-    reordered[i % ATOM_M[0], (i % rows) // ATOM_M[0], i // rows, j % ATOM_K, j // ATOM_K, b] = ref.to(dev)[i, j, b]
+    rest_mn, rest_k = reordered.shape[2], reordered.shape[4]
+    by_row = reordered.permute(2, 1, 0, 4, 3, 5)  # (rest_mn, 4, 32, rest_k, 4, l): row-major rows and columns
+    full = by_row.reshape(rest_mn * ATOM_M[0] * ATOM_M[1], rest_k * ATOM_K, l)  # a copy: keeps the padding
+    full[:mn, :sf_k] = ref.to(reordered.device)
+    by_row.copy_(full.view(by_row.shape))
     return reordered
 
 

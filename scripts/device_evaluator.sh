@@ -3,7 +3,8 @@
 # under $OUT as it comes: the honest red-team control and every red-team file (gemm, smoke case 0) while the
 # best versions build; the FP4 _scaled_mm template's one line; then each best version's benchmark under
 # arena and contest timing, back to back on one machine (fidelity), and every v0's tests.
-# Usage on the device (with landlockpy's wheel carried in .whl/):  bash scripts/device_evaluator.sh [best ...]
+# Usage on the device (with landlockpy's wheel carried in .whl/):
+#   NVFP4_ARENA_COMMIT=<hash> [REDTEAM="side_stream ..."] [V0=1] bash scripts/device_evaluator.sh [task:version ...]
 # Files in $OUT: env.txt, log.txt, runs.jsonl (one line per run: label, seconds, exit code, run.py's JSON),
 # build.log, results/<task>.jsonl (the records).
 set -u
@@ -15,7 +16,7 @@ read -r -a BEST <<< "${BEST[*]}"
 
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
   python3 -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
-  git rev-parse HEAD 2>/dev/null || echo "${NVFP4_ARENA_COMMIT:-unknown commit}"; } > "$OUT/env.txt" 2>&1
+  echo "commit ${NVFP4_ARENA_COMMIT:-unknown}"; } > "$OUT/env.txt" 2>&1
 
 one() {  # one() LABEL SECONDS run.py-arguments...: appends {label, seconds, rc, out} to runs.jsonl
   local label=$1 limit=$2; shift 2
@@ -38,9 +39,10 @@ EOF
 python3 scripts/prebuild.py "${BEST[@]}" > "$OUT/build.log" 2>&1 &
 BUILD=$!
 
-one "template_scaled_mm test" 90 tests/submissions/template_scaled_mm.py --mode test --case 0 --no-record
-for name in _honest side_stream persisting_l2 timer_patch worker_thread superbatch lazy_subclass return_input \
-            reference_call wrong_shape wrong_dtype evaluator_patch fake_result mutate_inputs cache_by_id; do
+[ -n "${TEMPLATE-1}" ] && one "template_scaled_mm test" 90 tests/submissions/template_scaled_mm.py --mode test --case 0 --no-record
+REDTEAM=${REDTEAM-_honest side_stream persisting_l2 timer_patch worker_thread superbatch lazy_subclass return_input \
+  reference_call wrong_shape wrong_dtype evaluator_patch fake_result mutate_inputs cache_by_id}
+for name in $REDTEAM; do
   file=tests/redteam/$name.py
   [ "$name" = _honest ] && { cp tests/redteam/_honest.py /tmp/honest_gemm.py
     printf '\n\ncustom_kernel = honest\n' >> /tmp/honest_gemm.py; file=/tmp/honest_gemm.py; }
@@ -54,6 +56,6 @@ for spec in "${BEST[@]}"; do
   one "$task $version benchmark arena" 150 --task "$task" --submission "$version" --mode benchmark
   one "$task $version benchmark contest" 150 --task "$task" --submission "$version" --mode benchmark --timing contest
 done
-for task in gemv gemm dual_gemm group_gemm; do
+[ "${V0:-1}" = 1 ] && for task in gemv gemm dual_gemm group_gemm; do
   one "$task v0 test" 120 --task "$task" --submission v0 --mode test
 done

@@ -95,7 +95,6 @@ class Evaluation:
             torch.set_num_threads(1)  # idle OpenMP threads spin for a while: they would share the worker's cores
         self.slots = []
         self.worker = WorkerProcess(task, paths, timeout_s, confined)
-        self.device = self.worker.device
         self.sandbox = self.worker.sandbox
         try:
             self.witness_calibration = self.calibrate()

@@ -8,6 +8,7 @@ from reference import get_task
 from reference.cases import Case, cases
 
 from .. import results, sol
+from ..device import describe
 from ..protocol import Job, Record, Result
 from ..rules import IMPOSSIBLE_FRACTION, TIMEOUT_S, task_rules
 from ..stats import geomean
@@ -135,11 +136,11 @@ def run_jobs(task: str, path: str, jobs: list, timeout_s: float, on_start=None, 
     on_outcome(job, result, device, sandbox) as each ends. After a hang or a crash the remaining jobs are
     skipped unless keep_going; a failing warm-up hands its verdict to the next recorded job."""
     evaluation, stopped_by, warmup_failure = None, None, None
-    last = {"device": {}, "sandbox": ""}
+    last = {"device": describe(), "sandbox": ""}  # the evaluator's own view of the device
 
     def finish(job, result):
         if evaluation is not None:
-            last.update(device=evaluation.device, sandbox=evaluation.sandbox)
+            last.update(sandbox=evaluation.sandbox)
         on_outcome(job, result, last["device"], last["sandbox"])
 
     for n, job in enumerate(jobs):

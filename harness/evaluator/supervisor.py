@@ -128,7 +128,6 @@ class WorkerProcess:
         self.output = _Output(self.process.stdout)
         self.output.start()
         ready = self.expect(("ready",), time.monotonic() + timeout_s + STARTUP_GRACE_S)
-        self.device = ready.get("device") if isinstance(ready.get("device"), dict) else {}
         self.sandbox = str(ready.get("sandbox", "none: unreported"))
         self.clear_ns = ready.get("clear_ns") if isinstance(ready.get("clear_ns"), (int, float)) else None
 

@@ -49,7 +49,7 @@ class Worker:
             flag = torch.frombuffer(page, dtype=torch.int32, count=1)
             torch.cuda.cudart().cudaHostRegister(flag.data_ptr(), 4096, 0)
             self.hold = StreamHold(flag, timeout_ns=HOLD_SAFETY_NS)
-        self.send("ready", device=device.describe(), sandbox=sandbox, clear_ns=self.device.clear_ns)
+        self.send("ready", sandbox=sandbox, clear_ns=self.device.clear_ns)
 
     def send(self, kind, **payload):
         self.channel.send(self.fd, kind, **payload)
