@@ -24,6 +24,13 @@ CPU_CASES = {  # every one now meets freshly drawn inputs the worker cannot pred
     "worker_thread": ("fail", "mismatch"),  # its thread finishes after the evaluator has read the outputs
     "return_input": ("fail", "dtype torch.float4_e2m1fn_x2 != expected torch.float16"),
     "wrong_shape": ("fail", "shape (128, 127, 1) != expected (128, 128, 1)"),
+    # one per class of the in-process attacks: each meets the evaluator's process boundary
+    "frame_walk": ("fail", "mismatch"),  # reading the evaluator's state: no expected output in its process
+    "dispatch_mode": ("tampered", "a torch dispatch mode is active"),  # changing what the checker computes
+    "trace_hook": ("tampered", "a trace or profile hook is set"),
+    "forge_report": ("tampered", "the evaluator's clock saw"),  # forging the report: the witness
+    "public_seeds": ("fail", "sample 1: input 0: output"),  # stale answers: timed inputs come from keyed seeds
+    "swap_words": ("fail", "modified its input tensors"),  # weak input checks: every bit is compared
 }
 GPU_CASES = {
     "side_stream": ("fail", "after custom_kernel returned|escaped the timing events"),

@@ -3,6 +3,7 @@ repository and to leave a process behind (tests/redteam/persist.py). Needs Landl
 import json
 import subprocess
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
@@ -44,6 +45,7 @@ def test_a_worker_cannot_write_records_or_the_repository_nor_outlive_its_run(res
     out = json.loads(proc.stdout)
     assert out[0]["records"][0]["sandbox"].startswith("landlock"), out[0]["records"][0]["sandbox"]
     assert not planted.exists()
+    assert not (Path(sysconfig.get_paths()["purelib"]) / "nvfp4_arena_planted.pth").exists()
     time.sleep(0.5)
     lines = (results_dir / "gemm.jsonl").read_text().splitlines()
     assert lines and all("forged" not in line for line in lines)

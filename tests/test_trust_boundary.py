@@ -1,0 +1,50 @@
+"""The worker's side of the process boundary holds no evaluator state: importing every module of
+harness/worker/ and every harness module they import anywhere (at the top or inside a function), and whatever
+those import, loads nothing from harness/evaluator/, where the seed key, the references and the kept copies
+live."""
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKER_MODULES = sorted(f"harness.worker.{p.stem}" for p in (ROOT / "harness" / "worker").glob("*.py")
+                        if p.stem != "__init__")
+
+
+def named_imports() -> set:
+    """Every harness module a worker file imports, wherever the import statement stands."""
+    found = set()
+    for path in (ROOT / "harness" / "worker").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("harness"):
+                found.add(node.module)
+                found.update(f"{node.module}.{a.name}" for a in node.names
+                             if (ROOT / node.module.replace(".", "/") / f"{a.name}.py").exists())
+            elif isinstance(node, ast.Import):
+                found.update(a.name for a in node.names if a.name.startswith("harness"))
+    return found
+
+PROBE = """
+import importlib, json, sys
+for name in sys.argv[1:]:
+    try:
+        importlib.import_module(name)
+    except ModuleNotFoundError as exc:  # the GPU hold needs Triton, which a CPU machine may not have
+        if exc.name != "triton":
+            raise
+print(json.dumps(sorted(m for m in sys.modules if m.startswith(("harness", "reference")))))
+"""
+
+
+def test_worker_modules_import_nothing_from_the_evaluator():
+    import json
+    assert "harness.worker.__main__" in WORKER_MODULES and "harness.worker.sample" in WORKER_MODULES
+    names = sorted(set(WORKER_MODULES) | named_imports())
+    assert {"harness.channel", "harness.device", "harness.submission", "harness.layout"} <= set(names)
+    proc = subprocess.run([sys.executable, "-c", PROBE, *names], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    loaded = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert set(WORKER_MODULES) - {"harness.worker.hold"} <= set(loaded)
+    assert [m for m in loaded if m.startswith("harness.evaluator")] == []
