@@ -5,6 +5,7 @@
     python run.py --submission path/to/file.py                 # task from its #!POPCORN header
     python run.py calibrate                                    # measure this GPU's ceilings
 """
+import os
 import signal
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from rich.markup import escape
 from harness import device, report, results
 from harness.evaluator import session
 from harness.rules import TIMINGS
-from harness.submission import SubmissionError, resolve
+from harness.submission import SubmissionError, resolve, task_from_leaderboard
 from reference import TASKS
 from reference.cases import leaderboards, task_config
 
@@ -108,6 +109,20 @@ def run_ncu(sub, mode, shapes, timeout, only, console) -> int:
     return worst
 
 
+class TaskName(click.Choice):
+    """A task, or its contest leaderboard name as popcorn-cli spells it (nvfp4_gemv for gemv)."""
+
+    def __init__(self, extra: tuple = ()):
+        super().__init__([*TASKS, *extra])
+
+    def convert(self, value, param, ctx):
+        task = task_from_leaderboard(str(value), leaderboards()) if value not in self.choices else value
+        return super().convert(task or value, param, ctx)
+
+
+TASK = TaskName()
+
+
 class ArenaGroup(click.Group):
     """The command group, taking two spellings users reach for: a submission file as the first
     argument, popcorn-cli style (`run.py my_kernel.py` is `run.py --submission my_kernel.py`), and
@@ -159,7 +174,9 @@ class ArenaGroup(click.Group):
 
 
 @click.group(cls=ArenaGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--task", type=click.Choice(TASKS), help="Problem; optional when the file has a #!POPCORN leaderboard line.")
+@click.option("--task", "--leaderboard", "task", type=TASK,
+              help="Problem (gemv, ... or the contest's nvfp4_gemv, ...); optional when the file has a #!POPCORN "
+                   "leaderboard line.")
 @click.option("--submission", "submission", help="Lineage version (v0, v23, ...) or a path to any submission file.")
 @click.option("--mode", type=click.Choice(session.MODES), help="Default: test, then benchmark if every test passes.")
 @click.option("--shapes", type=click.Choice(["auto", "contest", "smoke"]), default="auto", show_default=True,
@@ -177,11 +194,18 @@ class ArenaGroup(click.Group):
 @click.option("--keep-going", is_flag=True, help="Run the remaining cases after one hung or crashed (default: skip them).")
 @click.option("--traceback", "show_traceback", is_flag=True, help="Show whole tracebacks of failing submissions.")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout (progress goes to stderr).")
+@click.option("--no-tui", is_flag=True, help="Plain text, no colours (popcorn-cli's flag; output to a file or pipe is "
+                                            "plain anyway).")
 @click.pass_context
 def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_seed, ncu, timing, unconfined, keep_going,
-        show_traceback, as_json):
+        show_traceback, as_json, no_tui):
     """Check and time an NVFP4 submission as the GPU MODE contest did."""
     exit_on_signals()
+    if no_tui:  # rich's variables, read by every console made from here on: no terminal codes, no live progress
+        global err_console
+        os.environ.update(TTY_COMPATIBLE="0", TTY_INTERACTIVE="0", NO_COLOR="1")
+        os.environ.pop("FORCE_COLOR", None)
+        err_console = Console(stderr=True)
     if ctx.invoked_subcommand is not None:
         return
     if not submission:
@@ -196,6 +220,12 @@ def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_se
             err_console.print("[yellow]No GPU here: running the smoke shapes on the CPU with wall-clock timers "
                               "(--shapes contest runs the contest's shapes, slowly).[/]")
     out = report.console(stderr=as_json)
+    target = sub.headers.get("gpu")
+    if target:
+        here = device.describe().get("name", device.CPU_NAME)
+        if target.strip().lower() not in here.lower():
+            err_console.print(f"this file targets {escape(target)} (its #!POPCORN gpu line); running on {escape(here)}",
+                              highlight=False)
     if ncu:
         sys.exit(run_ncu(sub, mode, shapes, timeout, set(only), out))
     modes = [mode] if mode else ["test", "benchmark"]
@@ -222,12 +252,12 @@ def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_se
 
 @cli.command()
 def calibrate():
-    """Measure this GPU's fp16 matmul rate, copy bandwidth, L2 flush cost and timing floor."""
+    """Measure this GPU's fp16 matmul rate, copy bandwidth and the cost of the evaluator's L2 flush."""
     if not device.has_gpu():
         fail("calibrate measures a GPU and there is none here.", code=1)
     from harness.calibrate import calibrate as measure
     path = results.results_dir() / "calibration.json"
-    with err_console.status("measuring fp16 matmul, copy bandwidth, L2 flush and the timing floor"):
+    with err_console.status("measuring fp16 matmul, copy bandwidth and the L2 flush"):
         entry = measure(path)
     Console().print_json(data={k: v for k, v in entry.items() if k != "device"})
     err_console.print(f"stored in {path}")
@@ -271,7 +301,7 @@ def answer(make, *args):
 
 
 @cli.command("list")
-@click.option("--task", type=click.Choice(TASKS), required=True)
+@click.option("--task", "--leaderboard", "task", type=TASK, required=True)
 @view_options
 @click.option("--smoke", is_flag=True, help="Runs on the smoke shapes (CPU) instead of the contest's benchmarks.")
 def list_versions(task, gpu, timing, as_json, smoke):
@@ -289,7 +319,7 @@ def list_versions(task, gpu, timing, as_json, smoke):
 
 
 @cli.command()
-@click.option("--task", type=click.Choice(TASKS), required=True)
+@click.option("--task", "--leaderboard", "task", type=TASK, required=True)
 @click.option("--all", "all_versions", is_flag=True, help="Every version of the lineage that has runs.")
 @view_options
 @click.option("--smoke", is_flag=True, help="Stored runs on the smoke shapes (CPU) instead of the contest's benchmarks.")
@@ -399,7 +429,7 @@ def choose_best(task, shapes, timing, candidates, rounds, console):
 
 
 @cli.command()
-@click.option("--task", type=click.Choice(TASKS), required=True)
+@click.option("--task", "--leaderboard", "task", type=TASK, required=True)
 @click.option("--submission", "submission", help="Version (vN) or path to submit.")
 @click.option("--best", is_flag=True,
               help="Measure the fastest stored versions again, interleaved, and submit the winner (a tie: the oldest).")
@@ -452,7 +482,7 @@ def submit(task, submission, best, candidates, rounds, timing, shapes, remote, s
 
 
 @cli.command()
-@click.option("--task", type=click.Choice(TASKS), required=True)
+@click.option("--task", "--leaderboard", "task", type=TASK, required=True)
 @view_options
 @click.option("--smoke", is_flag=True, help="Plot smoke-shape runs (CPU) instead of the contest's benchmarks.")
 def plot(task, gpu, timing, as_json, smoke):
@@ -469,7 +499,7 @@ def plot(task, gpu, timing, as_json, smoke):
 
 
 @cli.command("leaderboard")
-@click.option("--task", type=click.Choice(TASKS))
+@click.option("--task", "--leaderboard", "task", type=TASK)
 @view_options
 def leaderboard_cmd(task, gpu, timing, as_json):
     """Local standings per task and GPU, ranked by geomean, with the best so far over time."""
@@ -525,7 +555,7 @@ def merge(source):
 
 
 @cli.command()
-@click.option("--task", "tasks", multiple=True, required=True, type=click.Choice([*TASKS, "all"]),
+@click.option("--task", "--leaderboard", "tasks", multiple=True, required=True, type=TaskName(("all",)),
               help="Lineage to sweep (repeatable), or all of them.")
 @click.option("--versions", default="all", show_default=True, help="all, a range v0..v26, a list v3,v5,v9, or a mix.")
 @click.option("--mode", type=click.Choice(["benchmark", "test", "leaderboard", "auto"]), default="benchmark",

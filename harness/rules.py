@@ -6,7 +6,7 @@ Read from gpu-mode/reference-kernels `problems/nvidia/`: gemv runs `eval.py` (it
 (both clear with a 62.5 GiB `randn`). Each calls `run_single_benchmark(test, recheck, max_repeats,
 max_time_ns)` once per shape to warm up and once to time; the numbers below are those arguments.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from reference.cases import task_config, tolerance
 
@@ -38,6 +38,15 @@ class StopRule:
         s = calculate(durations)
         return (s.err / s.mean < self.rel_err if s.mean > 0 else True) or s.mean * s.runs > self.max_time_ns \
             or wall_ns > self.max_wall_ns
+
+
+CPU_MAX_SAMPLES = 20  # where there is no GPU: a case's samples, whatever the contest's rule allows
+
+
+def for_device(rule: StopRule, gpu: bool) -> StopRule:
+    """The contest's rule on a GPU; on a CPU, whose times check a file and rank nothing, at most
+    CPU_MAX_SAMPLES samples."""
+    return rule if gpu else replace(rule, max_runs=min(rule.max_runs, CPU_MAX_SAMPLES))
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """run.py end to end, as a user runs it: verdicts, survival, and intact result files."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -110,3 +111,21 @@ def test_profile_mode_prints_hottest_ops(results_dir):
     assert proc.returncode == 0, proc.stderr
     assert "Self CPU" in proc.stdout and "aten::" in proc.stdout
     assert not (results_dir / "gemm.jsonl").exists()  # a profile is a report, not a timing record
+
+
+def test_popcorn_cli_conventions(tmp_path, results_dir):
+    """--leaderboard nvfp4_gemv names the task, --no-tui prints plain text, and a #!POPCORN gpu line that names
+    another GPU is reported."""
+    source = (ROOT / "submissions" / "gemv" / "v0.py").read_text()
+    path = tmp_path / "my_gemv.py"
+    path.write_text("#!POPCORN leaderboard nvfp4_gemv\n#!POPCORN gpu B200\n" + source)
+    proc = subprocess.run([sys.executable, str(ROOT / "run.py"), str(path), "--leaderboard", "nvfp4_gemv", "--no-tui",
+                           "--mode", "test", "--case", "0", "--no-record"], capture_output=True, text=True,
+                          timeout=300, cwd=ROOT, env={**os.environ, "FORCE_COLOR": "1"})
+    assert proc.returncode == 0, proc.stderr
+    assert "this file targets B200 (its #!POPCORN gpu line); running on" in proc.stderr
+    assert "\x1b[" not in proc.stdout + proc.stderr
+    committed = {k: v for k, v in os.environ.items() if k != "NVFP4_ARENA_RESULTS"}  # the repository's records
+    listed = subprocess.run([sys.executable, str(ROOT / "run.py"), "list", "--leaderboard", "nvfp4_gemv"],
+                            capture_output=True, text=True, timeout=120, cwd=ROOT, env=committed)
+    assert listed.returncode == 0 and "gemv lineage" in listed.stdout

@@ -8,9 +8,9 @@ from reference import get_task
 from reference.cases import Case, cases
 
 from .. import results, sol
-from ..device import describe
+from ..device import describe, has_gpu
 from ..protocol import Job, Record, Result
-from ..rules import IMPOSSIBLE_FRACTION, TIMEOUT_S, task_rules
+from ..rules import IMPOSSIBLE_FRACTION, TIMEOUT_S, for_device, task_rules
 from ..stats import geomean
 from ..submission import Submission
 from .evaluation import Evaluation
@@ -44,7 +44,10 @@ def build_jobs(task: str, mode: str, shapes: str, secret_seed: int | None = None
         return chosen
     tests = pick("tests" if shapes == "contest" else "smoke") if mode == "test" else []
     benches = pick("benchmarks" if shapes == "contest" else "smoke") if mode != "test" else []
-    rules = task_rules(task).eval
+    contest = task_rules(task).eval
+    gpu = has_gpu()
+    rules = replace(contest, **{name: for_device(getattr(contest, name), gpu) for name in
+                                ("warmup", "benchmark", "leaderboard_warmup", "leaderboard")})
     if mode == "test":
         return [_job("test", c, timing, values) for values in ("contest", "general") for c in tests]
     if mode == "benchmark":
