@@ -1,4 +1,5 @@
 """run.py end to end, as a user runs it: verdicts, survival, and intact result files."""
+import pytest
 import json
 import os
 import subprocess
@@ -26,6 +27,7 @@ def records(results_dir: Path, task: str) -> pd.DataFrame:
     return pd.read_json(results_dir / f"{task}.jsonl", lines=True)
 
 
+@pytest.mark.slow
 def test_v0_test_then_benchmark_records_everything(results_dir):
     proc, out = run_json("--task", "gemm", "--submission", "v0")
     assert proc.returncode == 0, proc.stderr
@@ -42,6 +44,7 @@ def test_v0_test_then_benchmark_records_everything(results_dir):
     assert "commit" in row["git"]
 
 
+@pytest.mark.slow
 def test_wrong_output_fails_with_mismatch_report(results_dir):
     proc, out = run_json("--task", "gemm", "--submission", str(SUBS / "wrong.py"), "--case", "0")
     assert proc.returncode == 1
@@ -51,6 +54,7 @@ def test_wrong_output_fails_with_mismatch_report(results_dir):
     assert "max |out - ref|" in rec["message"]
 
 
+@pytest.mark.slow
 def test_hanging_submission_is_killed_at_its_timeout(results_dir):
     proc, out = run_json("--task", "gemv", "--submission", str(SUBS / "hangs.py"), "--mode", "test",
                          "--case", "0", "--timeout", "3")
@@ -61,6 +65,7 @@ def test_hanging_submission_is_killed_at_its_timeout(results_dir):
     assert len(records(results_dir, "gemv")) == 2
 
 
+@pytest.mark.slow
 def test_crashes_are_verdicts_and_later_shapes_still_run(results_dir):
     for name, verdict, words in [("raises.py", "error", "kernel exploded"), ("exits.py", "crash", "exit"),
                                  ("segfault.py", "crash", "SIGSEGV")]:
@@ -78,6 +83,7 @@ def test_crashes_are_verdicts_and_later_shapes_still_run(results_dir):
     assert len(df) == 6 + 4 and df["status"].notna().all()
 
 
+@pytest.mark.slow
 def test_popcorn_header_names_the_task(results_dir):
     proc = run("--submission", str(SUBS / "segfault.py"), "--mode", "test", "--case", "0", "--no-record")
     assert "SIGSEGV" in proc.stdout and proc.returncode == 1
@@ -85,6 +91,7 @@ def test_popcorn_header_names_the_task(results_dir):
     assert proc.returncode == 2 and "nvfp4_gemm" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_clear_errors_not_tracebacks():
     for args, words in [(["--task", "gemm", "--submission", "v999"], "does not exist"),
                         (["--submission", "v0"], "--task"),
@@ -106,6 +113,7 @@ def test_leaderboard_mode_uses_secret_seeds(results_dir):
     assert all(r["status"] == "pass" and r["stats"]["runs"] >= 3 for r in recs)
 
 
+@pytest.mark.slow
 def test_profile_mode_prints_hottest_ops(results_dir):
     proc = run("--task", "gemm", "--submission", "v0", "--mode", "profile", "--case", "0")
     assert proc.returncode == 0, proc.stderr
@@ -113,6 +121,7 @@ def test_profile_mode_prints_hottest_ops(results_dir):
     assert not (results_dir / "gemm.jsonl").exists()  # a profile is a report, not a timing record
 
 
+@pytest.mark.slow
 def test_popcorn_cli_conventions(tmp_path, results_dir):
     """--leaderboard nvfp4_gemv names the task, --no-tui prints plain text, and a #!POPCORN gpu line that names
     another GPU is reported."""

@@ -66,6 +66,7 @@ def assert_no_worker_left(marker: str):
     assert processes_with(marker) == []
 
 
+@pytest.mark.slow
 def test_garbage_on_every_file_descriptor_is_a_verdict_within_the_timeout(results_dir):
     path = with_earlier_record(results_dir)
     start = time.monotonic()
@@ -145,6 +146,7 @@ def test_eight_runners_append_at_once_after_a_torn_line(tmp_path):
     assert len(path.read_text().splitlines()) == 2 + 8 * 200  # the torn line alone on its line
 
 
+@pytest.mark.slow
 def test_a_gigabyte_of_output_neither_blocks_nor_floods(results_dir):
     proc = run("--task", "gemm", "--submission", str(FAULTS / "stdout_flood.py"), "--mode", "test", "--case", "0")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -152,6 +154,7 @@ def test_a_gigabyte_of_output_neither_blocks_nor_floods(results_dir):
     assert_no_worker_left("stdout_flood.py")
 
 
+@pytest.mark.slow
 def test_bad_record_lines_are_skipped_by_every_view(results_dir):
     results_dir.mkdir(parents=True)
     good = [json.loads(line) for line in (ROOT / "results" / "gemv.jsonl").read_text().splitlines()]
@@ -192,6 +195,7 @@ def test_merge_refuses_a_bad_archive_and_skips_bad_lines(results_dir, tmp_path):
     assert results.read(results_dir / "gemm.jsonl") == [EARLIER]
 
 
+@pytest.mark.slow
 def test_errors_point_at_the_users_own_line_once(results_dir):
     proc = run("--task", "gemm", "--submission", str(FAULTS / "raises_at_import.py"), "--mode", "test")
     out = proc.stdout.decode()

@@ -201,6 +201,7 @@ def test_current_capability_matches_torch():
     assert current_capability() == expected
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(has_fp4_tensor_cores(current_capability()), reason="this GPU runs FP4 _scaled_mm")
 def test_the_template_file_gets_its_one_line_and_no_cheating_verdict(results_dir):
     import json

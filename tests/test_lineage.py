@@ -1,4 +1,5 @@
 """run.py list / diff on synthetic result records: incomplete and failed runs, two GPU types."""
+import pytest
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,7 @@ def test_lineage_and_diff_use_complete_runs_on_one_gpu(results_dir):
     assert diff["shape"].iloc[-1] == "geomean"
 
 
+@pytest.mark.slow
 def test_cli_list_and_diff(results_dir):
     write(results_dir, [record("v0", "a", i, 400.0) for i in range(3)] + [record("v1", "b", i, 80.0) for i in range(3)])
     run = lambda *a: subprocess.run([sys.executable, str(ROOT / "run.py"), *a], capture_output=True, text=True,  # noqa: E731
@@ -62,6 +64,7 @@ def cli(*args, timeout=600):
                           timeout=timeout)
 
 
+@pytest.mark.slow
 def test_submit_best_then_leaderboard_on_cpu(results_dir):
     assert cli("--task", "gemv", "--submission", "v0", "--mode", "benchmark").returncode == 0
     timing = timing_of(results.read(results_dir / "gemv.jsonl")[0])
@@ -120,6 +123,7 @@ def test_paired_interval_shrinks_with_more_rounds():
     assert verdict(*ratio_ci(a, b)).endswith("faster")
 
 
+@pytest.mark.slow
 def test_measured_diff_of_identical_files_spans_one(results_dir, tmp_path):
     copy = tmp_path / "v0copy.py"
     copy.write_text((ROOT / "submissions" / "gemv" / "v0.py").read_text())
@@ -129,6 +133,7 @@ def test_measured_diff_of_identical_files_spans_one(results_dir, tmp_path):
     assert "no significant difference" in geo
 
 
+@pytest.mark.slow
 def test_measure_interleaves_versions_in_one_worker_process(tmp_path, monkeypatch):
     """diff --measure: every version runs in the same worker process, each round, every shape. The files log
     their imports into a cache folder, one of the few the worker's sandbox may write."""

@@ -48,6 +48,7 @@ def run(name: str, *extra):
     return proc, json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CPU_CASES))
 def test_cheat_gets_its_verdict(name, results_dir):
     status, words = CPU_CASES[name]
@@ -58,6 +59,7 @@ def test_cheat_gets_its_verdict(name, results_dir):
     assert len(pd.read_json(results_dir / "gemm.jsonl", lines=True)) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 @pytest.mark.parametrize("name,status,words", GPU_CASES)
 def test_gpu_cheat_gets_its_verdict(name, status, words, results_dir):
@@ -66,6 +68,7 @@ def test_gpu_cheat_gets_its_verdict(name, status, words, results_dir):
     assert record["status"] == status and any(w in record["message"] for w in words.split("|")), record["message"]
 
 
+@pytest.mark.slow
 def test_run_continues_after_a_verdict_and_the_file_stays_whole(results_dir):
     proc, out = run("superbatch")  # both smoke shapes
     assert [r["status"] for r in out[0]["records"]] == ["fail", "fail"]
@@ -74,6 +77,7 @@ def test_run_continues_after_a_verdict_and_the_file_stays_whole(results_dir):
     assert len(df) == 4 and list(df["status"]) == ["fail"] * 4
 
 
+@pytest.mark.slow
 def test_honest_v0_is_not_flagged_and_precheck_is_quiet(results_dir):
     proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission", "v0", "--mode",
                            "leaderboard", "--case", "1", "--json"], capture_output=True, text=True, timeout=600, cwd=ROOT)

@@ -66,6 +66,7 @@ def stored(results_dir):
     return results_dir
 
 
+@pytest.mark.slow
 def test_report_page_holds_standings_lineages_charts_and_flags(stored):
     pages = report(stored)
     assert sorted(p["gpu"] for p in pages) == ["NVIDIA H100 80GB HBM3", H200]  # one page per GPU
@@ -92,6 +93,7 @@ def test_report_page_holds_standings_lineages_charts_and_flags(stored):
     assert dom.inside("task-dual_gemm", "p", **{"class": "note"})[0]["text"].startswith("no benchmark runs of dual_gemm")
 
 
+@pytest.mark.slow
 def test_report_for_one_gpu_and_timing(stored):
     pages = report(stored, "--gpu", "H200", "--timing", "legacy")
     assert [(p["gpu"], Path(p["path"]).name, p["tasks"]) for p in pages] == [(H200, "h200-legacy.html", ["gemv"])]

@@ -117,6 +117,7 @@ def test_queue_retries_on_the_same_lane_when_it_is_the_only_one_and_keeps_the_la
     assert q.take("x") is a  # nobody else left to try it
 
 
+@pytest.mark.slow
 def test_sweep_retries_lost_jobs_elsewhere_retires_the_failing_lane_and_records_once(results_dir, monkeypatch):
     monkeypatch.setenv("SWEEP_TEST_DIE_ON", "cpu0")  # lane cpu0 "fails": every job's worker dies there
     jobs = sw.make_jobs([("gemm", DIES)] * 4)
@@ -136,6 +137,7 @@ def test_sweep_retries_lost_jobs_elsewhere_retires_the_failing_lane_and_records_
     assert [row["version"] for row in result.rows()] == ["dies_on_lane"] * 4
 
 
+@pytest.mark.slow
 def test_a_job_lost_on_every_try_is_reported_with_its_last_records(results_dir):
     jobs = sw.make_jobs([("gemm", EXITS), ("gemm", DIES)])
     result = sw.drive(sw.local_events(jobs, sw.make_lanes(None, 2, 0, None), TEST_MODE), "cpu")
@@ -147,6 +149,7 @@ def test_a_job_lost_on_every_try_is_reported_with_its_last_records(results_dir):
     assert sorted(r["status"] for r in recs) == sorted(["crash"] + ["skipped"] * 3 + ["pass"] * 4)  # one try's each
 
 
+@pytest.mark.slow
 def test_a_job_past_its_time_limit_is_killed_and_lost(results_dir):
     [job] = sw.make_jobs([("gemv", str(SUBS / "hangs.py"))])
     options = sw.Options(mode="test", shapes="smoke", job_timeout_s=8)
@@ -161,6 +164,7 @@ def sweep_cli(*args, timeout=600):
                           timeout=timeout, cwd=ROOT)
 
 
+@pytest.mark.slow
 def test_cli_sweep_exit_codes_summary_and_records(results_dir):
     proc = sweep_cli("--task", "gemv", "--versions", "v0,v1", "--lanes", "2", "--json")
     out = json.loads(proc.stdout)
@@ -198,12 +202,14 @@ def local_ray():
     ray.shutdown()
 
 
+@pytest.mark.slow
 def test_ray_cli_refuses_a_cluster_without_gpus(results_dir):
     pytest.importorskip("ray", reason="the Ray backend's tests need pip install -e .[ray]")
     proc = sweep_cli("--task", "gemv", "--versions", "v0", "--ray", "local", "--mode", "test")
     assert proc.returncode == 2 and "has no GPU" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_ray_tasks_take_one_gpu_each_and_the_driver_records_once(local_ray, results_dir):
     from harness.sweep_ray import ray_events
     jobs = sw.make_jobs([("gemm", DIES), ("gemm", DIES), ("gemm", DIES), ("gemm", EXITS)])

@@ -140,6 +140,7 @@ def run(*args):
     return proc, json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_host_bound_honest_submission_gets_no_verdict(results_dir):
     proc, out = run("--task", "gemm", "--submission", str(SUBS / "host_bound.py"), "--mode", "benchmark",
                     "--case", "0")

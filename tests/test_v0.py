@@ -7,6 +7,7 @@ from reference import TASKS, get_task
 from reference.cases import cases
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task", TASKS)
 @pytest.mark.parametrize("values", ["contest", "general"])
 def test_v0_passes_all_contest_test_shapes(task, values):

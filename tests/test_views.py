@@ -97,6 +97,7 @@ def test_views_compare_one_timing_method_and_name_the_others(results_dir):
     assert contest.loc["v0", "runs"] == 0  # v0 was never contest-timed: not compared across methods
 
 
+@pytest.mark.slow
 def test_unknown_gpu_and_version_are_errors_that_list_the_known_ones(results_dir):
     store(results_dir, run("gemv", "v0", "a", [400] * 3) + run("gemv", "v1", "b", [100] * 3))
     out = cli("list", "--task", "gemv", "--gpu", "H100")
@@ -138,6 +139,7 @@ def test_per_shape_views_show_host_time_and_host_bound_flags(results_dir):
     assert not any("host" in c for c in per_shape_table("gemv", ["v1"]).table.columns)
 
 
+@pytest.mark.slow
 def test_json_on_every_view(results_dir):
     store(results_dir, run("gemv", "v0", "a", [400] * 3) + run("gemv", "v1", "b", [100] * 3))
     results.append(results_dir / "leaderboard.jsonl", entry("gemv", "v1", 100))
@@ -157,6 +159,7 @@ def test_json_on_every_view(results_dir):
     assert out.returncode == 2 and "--mode is not an option of `leaderboard`" in out.stderr
 
 
+@pytest.mark.slow
 def test_leaderboard_filters_by_gpu_and_timing(results_dir):
     for e in (entry("gemv", "v1", 100), entry("gemv", "v2", 90, gpu="NVIDIA H100 80GB HBM3"),
               entry("gemv", "v0", 400, timing="legacy")):
@@ -169,6 +172,7 @@ def test_leaderboard_filters_by_gpu_and_timing(results_dir):
     assert out.returncode == 1 and "NVIDIA H200 (2 entries)" in flat(out.stderr)
 
 
+@pytest.mark.slow
 def test_plots_keep_one_file_per_gpu_timing_and_shape_set(results_dir):
     store(results_dir, run("gemv", "v0", "a", [400, 500, 600]) + run("gemv", "v1", "b", [90, 80, 70])
           + run("gemv", "v0", "c", [900, 800], gpu="cpu", kind="smoke"))

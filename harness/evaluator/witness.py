@@ -105,4 +105,6 @@ class Witness:
 
     def summary(self, nbytes: float) -> dict:
         return {"witness_excess_median_ns": statistics.median(self.excess_ns) if self.excess_ns else None,
-                "witness_margin_ns": self.margin_ns(nbytes)}
+                "witness_margin_ns": self.margin_ns(nbytes), "witness_expected_ns": self.expected_ns(nbytes),
+                "witness_fit": {"a_ns": self.a, "b_ns_per_byte": self.b, "c_ns_per_output": self.c,
+                                "spread_ns": self.spread}}
