@@ -485,12 +485,13 @@ def submit(task, submission, best, candidates, rounds, timing, shapes, remote, s
 @click.option("--task", "--leaderboard", "task", type=TASK, required=True)
 @view_options
 @click.option("--smoke", is_flag=True, help="Plot smoke-shape runs (CPU) instead of the contest's benchmarks.")
-def plot(task, gpu, timing, as_json, smoke):
-    """PNG charts under results/plots/ (smoke-shape charts under the git-ignored results/local/plots/): geomean
-    and time per shape per version, and a roofline of the fastest version; file names carry the task, GPU,
-    timing method and shape set."""
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for the charts (default: the git-ignored results/local/plots/).")
+def plot(task, gpu, timing, as_json, smoke, out_dir):
+    """PNG charts (geomean and time per shape per version, and a roofline of the fastest version) in the
+    git-ignored results/local/plots/; file names carry the task, GPU, timing method and shape set."""
     from harness.plots import plot as make
-    folder = (results.results_dir() / results.LOCAL if smoke else results.results_dir()) / "plots"
+    folder = out_dir or results.results_dir() / results.LOCAL / "plots"
     paths = answer(make, task, folder, gpu, timing, "smoke" if smoke else "benchmarks")
     if as_json:
         return emit_json({"task": task, "timing": timing, "paths": [str(p) for p in paths]})
@@ -513,11 +514,11 @@ def leaderboard_cmd(task, gpu, timing, as_json):
 @cli.command("report")
 @view_options
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for the pages (default: results/report/).")
+              help="Folder for the pages (default: the git-ignored results/local/report/).")
 def report_page(gpu, timing, as_json, out_dir):
     """One static HTML page per GPU: standings, each lineage's table and charts, per-shape ×SOL and host-bound flags."""
     from harness.webpage import build
-    pages = answer(build, out_dir or results.results_dir() / "report", gpu, timing)
+    pages = answer(build, out_dir or results.results_dir() / results.LOCAL / "report", gpu, timing)
     if as_json:
         return emit_json([{"gpu": p.gpu, "timing": p.timing, "path": str(p.path), "tasks": p.tasks} for p in pages])
     for page in pages:

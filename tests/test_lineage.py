@@ -103,7 +103,7 @@ def test_plot_writes_pngs(results_dir):
     out = cli("plot", "--task", "gemv", "--timing", "legacy")
     assert out.returncode == 0, out.stderr
     for name in ("gemv_h200_legacy_benchmarks_lineage.png", "gemv_h200_legacy_benchmarks_roofline.png"):
-        data = (results_dir / "plots" / name).read_bytes()
+        data = (results_dir / "local" / "plots" / name).read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000
 
 

@@ -183,7 +183,7 @@ def test_plots_keep_one_file_per_gpu_timing_and_shape_set(results_dir):
                      "gemv_h200_arena_benchmarks_lineage.png", "gemv_h200_arena_benchmarks_roofline.png"]
     for p in contest + smoke:
         assert Path(p).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert all(Path(p).parent == results_dir / "local" / "plots" for p in smoke)  # CPU charts stay untracked
+    assert all(Path(p).parent == results_dir / "local" / "plots" for p in contest + smoke)  # charts stay untracked
 
 
 def boxes(texts, renderer):
