@@ -509,6 +509,8 @@ def leaderboard_cmd(task, gpu, timing, as_json):
     if as_json:
         return emit_json(board.as_json())
     report.console().print(frame_table(board.table, board.title))
+    if board.note:
+        report.console().print(board.note, highlight=False)
 
 
 @cli.command("report")

@@ -23,15 +23,16 @@ class Board:
     timing: str
     gpus: list[str]
     table: pd.DataFrame
+    note: str = ""  # what an empty board means and where the other entries are
 
     @property
     def title(self) -> str:
-        return (f"local leaderboard — {', '.join(self.gpus)}, {self.timing} timing, "
+        return (f"local leaderboard — {', '.join(self.gpus) or 'no GPU'}, {self.timing} timing, "
                 f"{len(self.table)} {'entry' if len(self.table) == 1 else 'entries'}")
 
     def as_json(self) -> dict:
         rows = self.table.astype(object).where(self.table.notna(), None).to_dict(orient="records")
-        return {"timing": self.timing, "gpus": self.gpus, "entries": len(self.table), "rows": rows}
+        return {"timing": self.timing, "gpus": self.gpus, "entries": len(self.table), "rows": rows, "note": self.note}
 
 
 def leaderboard_path(device_name: str | None = None) -> Path:
@@ -76,9 +77,10 @@ def standings(task: str | None = None, gpu: str | None = None, timing: str = res
     """Entries of one timing method ranked by geomean per task, GPU and shape set, with the best
     geomean so far at each entry; a GPU may be named by a unique part of its name ('H200')."""
     rows = [e for e in results.read_all(BOARD) if e.get("geomean_ns") and (task is None or e["task"] == task)]
+    columns = ["task", "gpu", "shapes", "rank", "version", "geomean µs", "best so far µs", "when", "sha256"]
     if not rows:
-        raise ViewError(f"the local leaderboard has no entries{f' for {task}' if task else ''}: "
-                        f"add some with `run.py submit`")
+        return Board(timing, [], pd.DataFrame(columns=columns),
+                     f"no entries{f' for {task}' if task else ''} yet: `run.py submit` adds them")
     df = pd.DataFrame([{**{k: e.get(k) for k in ("task", "gpu", "shapes", "version", "geomean_ns", "when", "sha256")},
                         "timing": timing_of(e)} for e in rows])
     if gpu is not None:
@@ -90,16 +92,16 @@ def standings(task: str | None = None, gpu: str | None = None, timing: str = res
         df = df[df["gpu"] == matches[0]]
     picked = df[df["timing"] == timing]
     if picked.empty:
-        raise ViewError(f"no {timing}-timed entries on the local leaderboard{f' for {task}' if task else ''}; "
-                        f"stored: {counts(df, 'timing')} — pass --timing {df['timing'].value_counts().index[0]}")
+        return Board(timing, [], pd.DataFrame(columns=columns),
+                     f"no {timing}-timed entries{f' for {task}' if task else ''} yet (`run.py submit` adds them); "
+                     f"stored: {counts(df, 'timing')}: --timing {df['timing'].value_counts().index[0]} shows them")
     df = picked.sort_values("when")
     group = ["task", "gpu", "shapes"]
     df["best so far µs"] = df.groupby(group)["geomean_ns"].cummin() / 1e3
     df["geomean µs"] = df["geomean_ns"] / 1e3
     df["rank"] = df.groupby(group)["geomean_ns"].rank(method="min").astype(int)
     df["sha256"] = df["sha256"].str[:12]
-    table = df.sort_values([*group, "rank"])[[*group, "rank", "version", "geomean µs", "best so far µs", "when",
-                                              "sha256"]]
+    table = df.sort_values([*group, "rank"])[columns]
     return Board(timing, sorted(set(table["gpu"])), table.reset_index(drop=True))
 
 
