@@ -340,6 +340,7 @@ def diff(task, all_versions, gpu, timing, as_json, smoke, measure, rounds, shape
         fail("name versions to compare (e.g. v0 v1), or pass --all.")
     if measure:
         sys.exit(diff_measured(task, names, pick_shapes(shapes), rounds, as_json, timing))
+    names = [Path(n).stem if n.endswith(".py") else n for n in names]  # a file's runs are stored under its name
     view = answer(per_shape_table, task, names, gpu, timing, kind)
     if as_json:
         return emit_json(view.as_json())
@@ -429,8 +430,10 @@ def choose_best(task, shapes, timing, candidates, rounds, console):
 
 
 @cli.command()
-@click.option("--task", "--leaderboard", "task", type=TASK, required=True)
-@click.option("--submission", "submission", help="Version (vN) or path to submit.")
+@click.argument("file", required=False)
+@click.option("--task", "--leaderboard", "task", type=TASK,
+              help="Problem; optional when the file has a #!POPCORN leaderboard line or lives in submissions/<task>/.")
+@click.option("--submission", "submission", help="Version (vN) or path to submit (or give the path as the argument).")
 @click.option("--best", is_flag=True,
               help="Measure the fastest stored versions again, interleaved, and submit the winner (a tie: the oldest).")
 @click.option("--candidates", type=click.IntRange(1), default=3, show_default=True,
@@ -443,11 +446,16 @@ def choose_best(task, shapes, timing, candidates, rounds, console):
 @click.option("--remote", is_flag=True, help="Also submit to the real contest with popcorn-cli (must be on PATH).")
 @click.option("--seed", "secret_seed", type=int, help="Secret seed (default: a fresh random one).")
 @click.option("--json", "as_json", is_flag=True, help="Print the entry (and the --best decision) as JSON on stdout.")
-def submit(task, submission, best, candidates, rounds, timing, shapes, remote, secret_seed, as_json):
+def submit(file, task, submission, best, candidates, rounds, timing, shapes, remote, secret_seed, as_json):
     """Leaderboard mode on one file; on success, a local leaderboard entry and a contest-ready file."""
     from harness import standings
+    if file and submission:
+        fail("give the submission once: as the argument or as --submission.")
+    submission = submission or file
     if bool(submission) == best:
-        fail("give either --submission vN (or a path) or --best.")
+        fail("give either a file (or --submission vN) or --best.")
+    if best and not task:
+        fail("--best needs --task: it picks among that lineage's versions.")
     shapes = pick_shapes(shapes)
     out = report.console(stderr=as_json)
     decision = None
@@ -464,7 +472,7 @@ def submit(task, submission, best, candidates, rounds, timing, shapes, remote, s
     if not summary.passed:
         fail("leaderboard mode did not pass: nothing was submitted.", code=1)
     entry = standings.add_entry(sub, summary, shapes)
-    board = task_config(task)["leaderboard"]
+    board = task_config(sub.task)["leaderboard"]
     path = standings.contest_file(sub, board, entry["gpu"])
     command = standings.popcorn_command(path, board)
     out.print(f"added {sub.version} ({entry['geomean_ns'] / 1e3:,.2f} µs geomean on {entry['gpu']}) to "
