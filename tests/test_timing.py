@@ -94,34 +94,55 @@ def test_the_calls_are_queued_behind_the_hold_before_the_evaluator_writes_the_in
 
 
 def calibrated() -> Witness:
-    points = [(64, 1, 1000.0), (64, 1, 1100.0), (4096, 1, 5000.0), (4096, 1, 5100.0), (64, 9, 1800.0),
-              (64, 9, 1900.0)]
-    return Witness(Calibration(points), outputs=5)
+    """A witness past its first sample (which is never judged)."""
+    w = Witness(Calibration([1000.0, 1100.0, 1050.0, 1200.0, 30_000.0, 1150.0]))
+    assert w.judge(*honest_sample(w, 10 * w.margin_ns())) == "" and not w.excess_ns
+    return w
+
+
+def honest_sample(w: Witness, extra: float = 0.0) -> tuple:
+    """(witness, waited, region, own, copies) of a sample whose only unexplained time is `extra`."""
+    region, own, copies = 500_000.0, 200_000.0, 10_000.0
+    return region + own + copies + w.remainder_ns + extra, 0.0, region, own, copies
+
+
+def margin(w: Witness) -> float:
+    return w.margin_ns(*honest_sample(w)[3:])
 
 
 def test_witness_fit_and_margin():
     w = calibrated()
-    assert w.b == pytest.approx((5050 - 1050) / (4096 - 64)) and w.c == pytest.approx(2 * 800 / 8)
-    assert w.spread == pytest.approx(50.0)
-    assert w.margin_ns(64) >= 100_000.0
+    assert w.remainder_ns == pytest.approx(1125.0) and w.spread_ns == pytest.approx(30_000.0 - 1125.0)
+    assert w.margin_ns() == pytest.approx(max(100_000.0, 4 * (30_000.0 - 1125.0)))
+    assert margin(w) == pytest.approx(w.margin_ns() + 0.25 * 210_000.0)  # a share of the evaluator's own work
 
 
 def test_witness_flags_a_forged_time_three_samples_in_a_row_and_passes_an_honest_one():
     w = calibrated()
-    honest = w.expected_ns(64) + 10_000.0
-    assert all(w.judge(honest + 50_000.0, 0.0, 50_000.0, 64) == "" for _ in range(10))
+    assert all(w.judge(*honest_sample(w, 50_000.0)) == "" for _ in range(10)) and w.judge_all() == ""
     forged = calibrated()
-    verdicts = [forged.judge(honest + 900_000.0, 0.0, 50_000.0, 64) for _ in range(IN_A_ROW)]
-    assert verdicts[:-1] == [""] * (IN_A_ROW - 1) and "clock saw" in verdicts[-1]
-    assert "inside a sample" in calibrated().judge(10_000.0, 0.0, 50_000.0, 64)
+    verdicts = [forged.judge(*honest_sample(forged, 2 * margin(forged))) for _ in range(IN_A_ROW)]
+    assert verdicts[:-1] == [""] * (IN_A_ROW - 1) and "3 samples in a row" in verdicts[-1]
+    assert "inside a sample" in calibrated().judge(10_000.0, 0.0, 50_000.0, 0.0, 0.0)
+
+
+def test_witness_catches_forgeries_spread_over_a_few_samples():
+    """One sample far over the margin is a verdict; so are flagged samples beyond a quarter of them, never in a
+    row."""
+    hard = calibrated()
+    assert "one sample over" in hard.judge(*honest_sample(hard, 4 * margin(hard)))
+    spread = calibrated()
+    for n in range(30):  # every third sample two margins over: never three in a row, a third of them flagged
+        assert spread.judge(*honest_sample(spread, 2 * margin(spread) if n % 3 == 0 else 0.0)) == ""
+    assert "10 of 30 samples flagged" in spread.judge_all()
 
 
 def test_witness_leaves_out_time_spent_waiting_for_a_cpu():
     """A sample stretched by 2 ms of another process's load passes; the same 2 ms not spent waiting is flagged."""
     loaded, busy = calibrated(), calibrated()
-    stretched = loaded.expected_ns(64) + 50_000.0 + 2_000_000.0
-    assert all(loaded.judge(stretched, 2_000_000.0, 50_000.0, 64) == "" for _ in range(10))
-    assert "clock saw" in [busy.judge(stretched, 0.0, 50_000.0, 64) for _ in range(IN_A_ROW)][-1]
+    witness, _, region, own, copies = honest_sample(loaded, 2_000_000.0)
+    assert all(loaded.judge(witness, 2_000_000.0, region, own, copies) == "" for _ in range(10))
+    assert "clock saw" in busy.judge(witness, 0.0, region, own, copies)
 
 
 def test_contest_rules_per_evaluation_file():

@@ -7,6 +7,8 @@ sample copies the outputs back, checks every one of them, checks every input aga
 processes the worker left running and weighs the reported time against its own clock (harness.evaluator.witness).
 The worker only calls the kernel and reports; every verdict is made here.
 """
+import gc
+import math
 import time
 from dataclasses import dataclass
 
@@ -15,7 +17,7 @@ import torch
 from reference import get_task
 
 from .. import device as devices
-from ..layout import output_buffers
+from ..layout import flatten, output_buffers
 from ..protocol import Result
 from ..rules import task_rules
 from ..stats import calculate
@@ -27,7 +29,7 @@ from .witness import Calibration, Witness, run_delay_ns
 STALE_HINT = ("\n(every earlier output was right, so the kernel may be returning outputs remembered from earlier "
               "calls: each timed call gets freshly drawn inputs)")
 CALIBRATION_BYTES = {"cpu": (64 << 10, 4 << 20), "cuda": (64 << 20, 512 << 20)}  # a small and a large slot
-CALIBRATION_OUTPUTS = 64  # output tensors of the third null-sample configuration
+CALIBRATION_SLOTS = 16  # slots of the third null-sample configuration
 CALIBRATION_SAMPLES = 4
 
 
@@ -51,12 +53,35 @@ def same_bits(pairs: list) -> bool:
     return not bool(torch.cat(flags).any().item()) if flags else True
 
 
+def malformed(what: str) -> Verdict:
+    return Verdict("tampered", f"the worker's report was malformed ({what})")
+
+
+def number(message: dict, key: str) -> float:
+    """A finite, non-negative number from a worker's message; anything else is a tampered verdict."""
+    value = message.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise malformed(f"{key} is {type(value).__name__} {str(value)[:40]!r}, not a time")
+    return float(value)
+
+
+def texts(message: dict, key: str, count: int | None = None) -> list[str]:
+    """A list of strings (of `count` items where given) from a worker's message; else a tampered verdict."""
+    value = message.get(key)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value) \
+            or (count is not None and len(value) != count):
+        raise malformed(f"{key} is not a list of {count if count is not None else 'some'} strings")
+    return value
+
+
 @dataclass
 class Sample:
     """What one timed sample came to, on the evaluator's side."""
 
     witness_ns: float  # the evaluator's clock around the sample
     waited_ns: float  # of which the evaluator's thread and the worker's main thread waited for a CPU
+    own_ns: float  # of which the evaluator wrote the inputs (and flushed the L2) and copied the outputs back
+    copy_ns: float  # of that, the copies of the outputs
     report: dict
     outputs: list
     hold_released_early: bool
@@ -133,21 +158,33 @@ class Evaluation:
         """One sample: `calls` are slot indices, `writes` (slot, private inputs) pairs written after the worker
         queued (GPU arena) or before it starts (CPU, contest). null: the worker makes no call (calibration),
         and the evaluator still copies the slots' outputs back."""
+        collecting = gc.isenabled()
+        gc.disable()  # a collection of the evaluator's heap would land inside the witness
+        try:
+            return self._sample(calls, writes, method, submission, null)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _sample(self, calls, writes, method, submission, null) -> Sample:
         released_early = False
         gpu_arena = self.gpu and method == "arena"
+        worker = self.worker.process.pid
         if gpu_arena:
             self.worker.release(0)
-        t0 = delay0 = None
+        t0 = None
         if not gpu_arena:
-            t0, delay0 = time.perf_counter_ns(), self.run_delay_ns()
+            t0, ours, theirs = time.perf_counter_ns(), run_delay_ns(), run_delay_ns(worker)
             self.write(writes)
+            written = time.perf_counter_ns()
         self.worker.send("arm", slots=[] if null else calls, method=method, submission=submission)
         if gpu_arena:
             wait = (self.worker.clear_ns or 40e6) / 1e9  # what the contest's clear would have hidden
             queued = self.worker.expect(("queued",), min(self.deadline(), time.monotonic() + wait), patient=True)
             released_early = queued is None
-            t0, delay0 = time.perf_counter_ns(), self.run_delay_ns()
+            t0, ours, theirs = time.perf_counter_ns(), run_delay_ns(), run_delay_ns(worker)
             self.write(writes)
+            written = time.perf_counter_ns()
             self.worker.release(1)
             if queued is None:
                 self.worker.expect(("queued",), self.deadline())
@@ -156,14 +193,14 @@ class Evaluation:
             if not self.gpu:
                 self.worker.send("go")
         report = self.worker.expect(("sampled",), self.deadline())
+        copying = time.perf_counter_ns()
         outputs = [[b.clone() for b in outputs_of(self.slots[i].data)] for i in calls]
         if self.gpu:
             torch.cuda.synchronize()
-        return Sample(time.perf_counter_ns() - t0, self.run_delay_ns() - delay0, report, outputs, released_early)
-
-    def run_delay_ns(self) -> int:
-        """The time the evaluator's thread and the worker's main thread have waited for a CPU (see witness)."""
-        return run_delay_ns() + run_delay_ns(self.worker.process.pid)
+        t1 = time.perf_counter_ns()
+        witness_ns, copy_ns = t1 - t0, t1 - copying
+        waited = (run_delay_ns() - ours) + (run_delay_ns(worker) - theirs)
+        return Sample(witness_ns, waited, written - t0 + copy_ns, copy_ns, report, outputs, released_early)
 
     def write(self, writes: list):
         for slot, private in writes:
@@ -178,17 +215,17 @@ class Evaluation:
         small, large = CALIBRATION_BYTES[where]
         points = []
         self.start_job()
-        for nbytes, outputs in ((small, 1), (large, 1), (small, CALIBRATION_OUTPUTS)):
-            def shaped(x):  # group-GEMM-like: one (operand, operand, output) triple per output
-                return ([(x, x, torch.zeros(64, 64, dtype=torch.float16, device=where)) for _ in range(outputs)],)
-            template = shaped(torch.zeros(nbytes, dtype=torch.uint8, device=where))
-            private = shaped(torch.randint(0, 255, (nbytes,), dtype=torch.uint8, device=where))
-            self.prepare(template, 1)
+        for nbytes, count in ((small, 1), (large, 1), (64, CALIBRATION_SLOTS)):
+            def shaped(fill):  # an operand, a second one, an output: as a task's input tuple ends in c
+                return fill(nbytes), fill(64), torch.zeros(64, 64, dtype=torch.float16, device=where)
+            slots = self.prepare(shaped(lambda n: torch.zeros(n, dtype=torch.uint8, device=where)), count)
+            privates = [shaped(lambda n: torch.randint(0, 255, (n,), dtype=torch.uint8, device=where))
+                        for _ in slots]
             for n in range(CALIBRATION_SAMPLES + 1):
-                result = self.sample([0], [(self.slots[0], private)], self.timing, null=True)
+                result = self.sample(list(range(count)), list(zip(slots, privates)), self.timing, null=True)
                 if n:  # the first of each configuration warms the copy paths
-                    points.append((nbytes, outputs, result.witness_ns - result.waited_ns
-                                   - float(result.report.get("region_ns", 0))))
+                    points.append(result.witness_ns - result.waited_ns - result.own_ns
+                                  - float(result.report.get("region_ns", 0)))
         return Calibration(points)
 
     # -- jobs --------------------------------------------------------------------------------------------------
@@ -199,15 +236,19 @@ class Evaluation:
         self.worker.send("call", slots=slots, submission=submission)
         reply = self.worker.expect(("called",), self.deadline())
         calls = reply.get("calls")
-        if not isinstance(calls, list) or len(calls) != len(slots):
-            raise Verdict("tampered", "the worker's answer to a call was malformed")
+        if not isinstance(calls, list) or len(calls) != len(slots) or not all(isinstance(c, dict) for c in calls):
+            raise malformed("the answer to a call")
+        for c in calls:
+            number(c, "host_ns")
+            if not isinstance(c.get("problem"), str):
+                raise malformed("a call's problem is not a string")
         return calls
 
     def check_calls(self, privates: list, expected: list, calls: list, slot_ids: list, hint: str = "") -> Result | None:
         grouped = isinstance(privates[0][0], list)
         for n, (private, ref, answer, i) in enumerate(zip(privates, expected, calls, slot_ids)):
             label = f"input {n}: " if len(privates) > 1 else ""
-            problem = answer.get("problem") if isinstance(answer, dict) else "malformed answer"
+            problem = answer["problem"]
             if problem:
                 return Result("fail", f"{label}{problem}")
             out = as_output([b.clone() for b in outputs_of(self.slots[i].data)], grouped)
@@ -218,7 +259,6 @@ class Evaluation:
         return Result("fail", unchanged) if unchanged else None
 
     def inputs_unchanged(self, privates: list, slot_ids: list) -> str:
-        from ..layout import flatten
         pairs = []
         for private, i in zip(privates, slot_ids):
             outs = {id(t) for t in outputs_of(self.slots[i].data)}
@@ -234,7 +274,7 @@ class Evaluation:
         self.slots[0].write(data)
         call = self.call([0], job.submission)[0]
         failed = self.check_calls([data], [self.task.ref_kernel(data)], [call], [0])
-        return failed or Result("pass", first_call_ns=float(call.get("host_ns") or 0))
+        return failed or Result("pass", first_call_ns=call["host_ns"])
 
     def profile(self, job) -> Result:
         self.start_job()
@@ -254,7 +294,7 @@ class Evaluation:
         for slot, private in zip(self.slots, privates):
             slot.write(private)
         calls = self.call(ids, job.submission)
-        first_ns = float(calls[0].get("host_ns") or 0) if isinstance(calls[0], dict) else None
+        first_ns = calls[0]["host_ns"]
         failed = self.check_calls(privates, [self.task.ref_kernel(p) for p in privates], calls, ids)
         if failed:
             failed.first_call_ns = first_ns
@@ -265,8 +305,7 @@ class Evaluation:
         if failed:
             failed.message = f"general-value input: {failed.message}"
             return failed
-        witness = Witness(self.witness_calibration, outputs=n * len(outputs_of(privates[0])))
-        nbytes = sum(s.layout.sizes["cpu"] + s.layout.sizes["cuda"] for s in self.slots)
+        witness = Witness(self.witness_calibration)
         durations, host_ns, pending, early, spent = [], [], [], 0, 0.0
         rule = job.stop
         sample_number = 0
@@ -278,10 +317,8 @@ class Evaluation:
             result = self.sample(ids, list(zip(self.slots, privates)), job.timing, job.submission)
             checked = time.perf_counter_ns()
             report = result.report
-            region = report.get("region_ns")
-            if not isinstance(region, (int, float)) or not region >= 0 or not isinstance(report.get("problems"), list):
-                raise Verdict("tampered", f"sample {sample_number}: the worker's report was malformed")
-            findings = [p for p in report["problems"] if p]
+            region = number(report, "region_ns")
+            findings = [p for p in texts(report, "problems", n) if p]
             if findings:
                 return Result("fail", f"sample {sample_number}: {findings[0]}", first_call_ns=first_ns)
             grouped = isinstance(privates[0][0], list)
@@ -293,27 +330,27 @@ class Evaluation:
             for verdict in (self.inputs_unchanged(privates, ids), self._processes(), self._l2()):
                 if verdict:
                     return Result("fail", f"sample {sample_number}: {verdict}", first_call_ns=first_ns)
-            if report.get("self_check"):
+            if texts(report, "self_check"):
                 return Result("tampered", f"sample {sample_number}: the worker's self-check found "
-                                          + "; ".join(map(str, report["self_check"])), first_call_ns=first_ns)
-            contradiction = witness.judge(result.witness_ns, result.waited_ns, region, nbytes)
+                                          + "; ".join(report["self_check"]), first_call_ns=first_ns)
+            contradiction = witness.judge(result.witness_ns, result.waited_ns, region, result.own_ns, result.copy_ns)
             if contradiction:
                 return Result("tampered", f"sample {sample_number}: {contradiction}", first_call_ns=first_ns)
             durations.append(region / n)
-            host_ns.append(float(report.get("host_ns") or 0) / n)
-            pending.append(float(report.get("pending_ns") or 0))
-            early += result.hold_released_early or bool(report.get("hold_timed_out"))
+            host_ns.append(number(report, "host_ns") / n)
+            pending.append(number(report, "pending_ns"))
+            early += result.hold_released_early or report.get("hold_timed_out") is True
             spent += time.perf_counter_ns() - checked
             if rule.done(durations, time.perf_counter_ns() - started):
                 break
-        contradiction = witness.judge_all(nbytes)
+        contradiction = witness.judge_all()
         if contradiction:
             return Result("tampered", contradiction, first_call_ns=first_ns)
         return Result("pass", first_call_ns=first_ns, stats=calculate(durations).as_dict(), samples_ns=durations,
                       host_ns=host_ns, hold_timeouts=early,
                       hold_timeout_ns=self.worker.clear_ns if job.timing == "arena" and self.gpu else None,
                       pending_max_ns=max(pending) if self.gpu else None, guard_ns=spent,
-                      job_ns=time.perf_counter_ns() - started, witness=witness.summary(nbytes))
+                      job_ns=time.perf_counter_ns() - started, witness=witness.summary())
 
     def _processes(self) -> str:
         stray = self.worker.descendants()

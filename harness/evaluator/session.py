@@ -118,11 +118,15 @@ def make_record(sub: Submission, mode: str, job: Job, result: Result, device: di
 
 
 def run_job(evaluation: Evaluation, job: Job) -> Result:
-    """One job on a live evaluation; a Verdict raised on the way becomes its result."""
+    """One job on a live evaluation; a Verdict raised on the way becomes its result, and so does any other
+    exception (an error of the evaluator's own, named as such): every job ends in a record."""
     try:
         return getattr(evaluation, job.mode)(job)
     except Verdict as found:
         return Result(found.status, found.message)
+    except Exception as exc:  # noqa: BLE001 - a job that broke the evaluator still gets its record
+        return Result("error", f"the evaluator failed on this job ({type(exc).__name__}: {exc}); the worker was "
+                               f"replaced")
 
 
 def start_evaluation(task: str, paths: list, timeout_s: float, timing: str, confined: bool):

@@ -1,0 +1,37 @@
+"""Attack (false number): forge the reported time of a *minority* of samples without bound.
+
+The witness (harness/evaluator/witness.py, Witness.judge / judge_all) turns flagged samples into a verdict only
+when IN_A_ROW=3 are flagged *in a row*, or when the *median* excess over all samples exceeds the margin. A sample
+whose excess is enormous but is followed by an honest one resets the counter, and fewer than half the samples
+cannot move the median. So: compute honestly every time, but on samples 4, 6, 8, ... (never two in a row, always
+fewer than half of any prefix of samples) report 1/20 of the real region. The HostDevice class (harness/device.py)
+is not covered by the worker's SelfCheck, so patching its elapsed_ns leaves no finding.
+
+Each sample's real and reported region are printed to stderr, which the evaluator forwards."""
+import sys
+
+import harness.device as _device
+from _honest import honest
+
+_state = {"sample": 0}
+_real_elapsed = _device.HostDevice.elapsed_ns
+
+
+def _forged(self):
+    real = _real_elapsed(self)
+    _state["sample"] += 1
+    k = _state["sample"]
+    cheat = k >= 4 and k % 2 == 0
+    reported = real / 20 if cheat else real
+    print(f"[intermittent_forge] sample {k}: real {real / 1e6:.2f} ms, reported {reported / 1e6:.2f} ms"
+          f"{'  (forged)' if cheat else ''}", file=sys.stderr, flush=True)
+    return reported
+
+
+_device.HostDevice.elapsed_ns = _forged
+
+
+def custom_kernel(data):
+    if sys._getframe(1).f_code.co_name == "call_once":  # a correctness pass: a new job starts, count afresh
+        _state["sample"] = 0
+    return honest(data)
