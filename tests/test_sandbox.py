@@ -1,6 +1,7 @@
 """The worker's sandbox and the evaluator's subreaper, tried by a file that wants to change records and the
 repository and to leave a process behind (tests/redteam/persist.py). Needs Landlock (Linux 5.13+, landlockpy)."""
 import json
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -50,3 +51,16 @@ def test_a_worker_cannot_write_records_or_the_repository_nor_outlive_its_run(res
     lines = (results_dir / "gemm.jsonl").read_text().splitlines()
     assert lines and all("forged" not in line for line in lines)
     assert not live_processes_running(str(PERSIST)), "a process the worker started outlived the run"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="the attack builds its hopper with gcc")
+def test_a_process_that_keeps_changing_its_pid_does_not_outlive_the_run(results_dir):
+    """tests/redteam/pid_hopper.py starts, as its worker exits, a process that forks and lets its parent exit every
+    few hundred µs, so that it is never at the pid a scan saw; the evaluator still ends it before it returns."""
+    proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
+                           str(ROOT / "tests" / "redteam" / "pid_hopper.py"), "--mode", "test", "--case", "0", "--json"],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert [r["status"] for r in json.loads(proc.stdout)[0]["records"]] == ["pass", "pass"], proc.stderr
+    time.sleep(0.5)
+    assert not live_processes_running("redteam_hopper.log"), "the hopper outlived the run"

@@ -203,7 +203,7 @@ class WorkerProcess:
             except (ProcessLookupError, PermissionError):
                 pass
         self.process.wait()
-        kill_strays(stray)
+        kill_strays(stray, spare={w.process.pid for w in _LIVE} | self.preexisting)
         try:
             os.close(self.fd)
         except OSError:
@@ -215,24 +215,47 @@ class WorkerProcess:
                   file=sys.stderr)
 
 
-def kill_strays(pids: list, rounds: int = 20):
-    """SIGKILL the given processes and whatever they orphan meanwhile (re-parented here), until none is left."""
-    others = {w.process.pid for w in _LIVE}
-    for _ in range(rounds):
+STRAY_KILL_S = 5.0  # how long stop() keeps killing what a worker left behind
+QUIET_SCANS = 200  # consecutive scans that found no stray child: the strays are gone
+
+
+def _own_children() -> list[int]:
+    """This process's children, read from its threads' children lists (fast enough to catch a process that
+    forks and exits every few hundred µs), or from a scan of /proc where the kernel keeps no such lists."""
+    found, listed = [], False
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                found += [int(pid) for pid in f.read().split()]
+            listed = True
+        except OSError:
+            continue
+    return found if listed else [pid for pid, parent in _parents().items() if parent == os.getpid()]
+
+
+def kill_strays(pids: list, spare: set = frozenset()):
+    """SIGKILL the given processes, then every child of this process outside `spare` (the orphans of a worker's
+    descendants are re-parented here) and reap it, scan after scan, until QUIET_SCANS scans in a row find none
+    alive or STRAY_KILL_S pass: a process that keeps forking and leaving its child behind is caught as a child
+    here, and the exited links of its chain do not pile up as zombies."""
+    deadline, quiet = time.monotonic() + STRAY_KILL_S, 0
+    while quiet < QUIET_SCANS and time.monotonic() < deadline:
+        alive = 0
         for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-        for pid in pids:
+            if pid in spare:
+                continue
+            if not _is_zombie(pid):
+                alive += 1
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
             try:
                 os.waitpid(pid, os.WNOHANG)
             except ChildProcessError:
                 pass
-        pids = [pid for pid, parent in _parents().items() if parent == os.getpid() and pid not in others
-                and not _is_zombie(pid)]
-        if not pids:
-            return
+        quiet = 0 if alive else quiet + 1
+        pids = _own_children()
 
 
 def _is_zombie(pid: int) -> bool:
