@@ -1,9 +1,11 @@
-"""Build (and cache) the CUDA extensions of lineage versions in parallel, one process each, before timing.
+"""Build (and cache) the CUDA extensions of lineage versions in parallel, one process each, before timing, into
+each file's own build cache (harness.evaluator.sandbox.build_environment), where its runs will look.
 
     python scripts/prebuild.py gemv:v7 group_gemm:v25 gemm:scratch/draft.py ...
 
 A version may also be a file's path, as run.py's --submission takes it.
 """
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +25,16 @@ torch.cuda.synchronize()
 print("built", task, version, flush=True)
 """
 
+def start(task: str, version: str) -> subprocess.Popen:
+    sys.path.insert(0, str(ROOT))
+    from harness.evaluator.sandbox import build_environment
+    from harness.submission import resolve
+    from reference.cases import leaderboards
+    path = resolve(version, task, leaderboards()).path
+    return subprocess.Popen([sys.executable, "-c", ONE.format(root=str(ROOT), task=task, version=version)],
+                            env={**os.environ, **build_environment([path])})
+
+
 if __name__ == "__main__":
-    procs = [subprocess.Popen([sys.executable, "-c", ONE.format(root=str(ROOT), task=t, version=v)])
-             for t, v in (spec.split(":") for spec in sys.argv[1:])]
+    procs = [start(*spec.split(":")) for spec in sys.argv[1:]]
     sys.exit(max([p.wait() for p in procs] + [0]))

@@ -64,3 +64,16 @@ def test_a_process_that_keeps_changing_its_pid_does_not_outlive_the_run(results_
     assert [r["status"] for r in json.loads(proc.stdout)[0]["records"]] == ["pass", "pass"], proc.stderr
     time.sleep(0.5)
     assert not live_processes_running("redteam_hopper.log"), "the hopper outlived the run"
+
+
+@pytest.mark.slow
+def test_one_file_cannot_plant_a_build_in_another_files_cache(results_dir):
+    """tests/redteam/ext_cache_poison.py builds a wrong extension under the name victim_inline.py uses, where
+    load_inline would find it; each file has its own build cache, so the victim still builds its own and passes."""
+    def verdicts(name):
+        proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
+                               str(ROOT / "tests" / "redteam" / f"{name}.py"), "--mode", "test", "--case", "0", "--json"],
+                              capture_output=True, text=True, timeout=600, cwd=ROOT)
+        return [r["status"] for r in json.loads(proc.stdout)[0]["records"]]
+    assert verdicts("ext_cache_poison") == ["pass", "pass"]
+    assert verdicts("victim_inline") == ["pass", "pass"]

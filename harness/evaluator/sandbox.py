@@ -1,12 +1,16 @@
 """What the evaluator grants a worker, and what it reports about the environment a run trusts.
 
-- `worker_environment()`: the worker's environment and the folders it may write (its own temporary folder,
-  which becomes TMPDIR, and the build caches of torch extensions, Triton and CUDA). A cache folder that holds
-  the repository, the results folder or the Python environment is left out, so nothing a worker writes can
-  reach them. The worker applies the rule itself before importing torch (harness.worker.confine).
+- `worker_environment(paths)`: the worker's environment and the folders it may write: its own temporary folder,
+  which becomes TMPDIR, and the build cache of the files it runs (`build_cache(paths)`: torch extensions, Triton,
+  CUDA's JIT, XDG caches), one folder per set of file contents under ~/.cache/nvfp4-arena/builds/. A file can
+  so reuse its own builds but never write another file's: one that planted a wrong extension in a shared
+  cache would change the verdict of a later run of another file. Nothing a worker may write holds the
+  repository, the results folder or the Python environment. The worker applies the rule itself before
+  importing torch (harness.worker.confine).
 - `startup_hooks()`: `.pth` files with code and sitecustomize/usercustomize modules on this interpreter's
   path: each runs in every Python process, the evaluator's included, so a run names them.
 """
+import hashlib
 import os
 import site
 import sys
@@ -15,8 +19,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-CACHE_VARIABLES = ("TORCH_EXTENSIONS_DIR", "TRITON_CACHE_DIR", "CUTE_DSL_CACHE_DIR", "CUDA_CACHE_PATH", "XDG_CACHE_HOME")
-HOME_CACHES = (".cache", ".triton", ".nv")
+BUILDS = Path.home() / ".cache" / "nvfp4-arena" / "builds"
+CACHE_FOLDERS = {"TORCH_EXTENSIONS_DIR": "torch_extensions", "TRITON_CACHE_DIR": "triton/cache", "TRITON_HOME": "triton",
+                 "CUTE_DSL_CACHE_DIR": "cute_dsl", "CUDA_CACHE_PATH": "nv", "XDG_CACHE_HOME": "xdg"}
 
 
 def protected() -> list[Path]:
@@ -34,23 +39,32 @@ def _holds(folder: Path, paths: list[Path]) -> bool:
     return any(p == folder or folder in p.parents for p in paths)
 
 
-def worker_environment() -> tuple[dict, list[str], tempfile.TemporaryDirectory]:
+def build_cache(paths: list) -> Path:
+    """The build-cache folder of a set of files: one per set of contents (not names), created here."""
+    digest = hashlib.sha256()
+    for text in sorted(hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in paths):
+        digest.update(text.encode())
+    folder = BUILDS / digest.hexdigest()[:24]
+    if _holds(folder.resolve(), protected()):
+        raise RuntimeError(f"the build cache {folder} would lie inside the repository, results or Python environment")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def build_environment(paths: list) -> dict:
+    """Environment variables that point every build cache of torch, Triton, CUTLASS's DSL and CUDA into the
+    files' own build-cache folder (also for scripts that build ahead of a run, such as scripts/prebuild.py)."""
+    folder = build_cache(paths)
+    return {variable: str(folder / name) for variable, name in CACHE_FOLDERS.items()}
+
+
+def worker_environment(paths: list) -> tuple[dict, list[str], tempfile.TemporaryDirectory]:
     scratch = tempfile.TemporaryDirectory(prefix="nvfp4-arena-worker-")
-    home = Path.home()
-    candidates = [Path(os.environ[v]) for v in CACHE_VARIABLES if os.environ.get(v)]
-    candidates += [home / name for name in HOME_CACHES]
-    guarded = protected()
-    writable = [scratch.name]
-    for folder in candidates:
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            continue
-        folder = folder.resolve()
-        if not _holds(folder, guarded) and str(folder) not in writable:
-            writable.append(str(folder))
-    env = {**os.environ, "TMPDIR": scratch.name, "PYTHONDONTWRITEBYTECODE": "1"}
-    return env, writable, scratch
+    caches = build_environment(paths)
+    for folder in caches.values():
+        Path(folder).mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, **caches, "TMPDIR": scratch.name, "PYTHONDONTWRITEBYTECODE": "1"}
+    return env, [scratch.name, str(build_cache(paths))], scratch
 
 
 def startup_hooks() -> list[str]:

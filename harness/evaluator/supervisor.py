@@ -113,7 +113,7 @@ class WorkerProcess:
         flag_fd = os.memfd_create("nvfp4-arena-hold", os.MFD_CLOEXEC)
         os.ftruncate(flag_fd, 4096)
         self.flag = mmap.mmap(flag_fd, 4096)
-        env, writable, self.scratch = worker_environment()
+        env, writable, self.scratch = worker_environment(paths)
         command = [sys.executable, "-m", "harness.worker", "--task", task, "--channel", str(theirs.fileno()),
                    "--flag", str(flag_fd), "--parent", str(os.getpid()),
                    *[f"--writable={w}" for w in writable], *([] if confined else ["--unconfined"]), "--",
