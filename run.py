@@ -349,7 +349,7 @@ def diff(task, all_versions, gpu, timing, as_json, smoke, measure, rounds, shape
 
 
 def measure_now(subs, shapes, rounds, timing, what: str, failed: str) -> dict:
-    """Interleaved rounds in one worker (harness.evaluator.session.measure_interleaved) with a status line; a view
+    """Interleaved rounds, a worker per version (harness.evaluator.session.measure_interleaved) with a status line; a view
     of legacy records measures with the default timing. Stops with `failed` and the reason on failure."""
     from harness.evaluator.session import measure_interleaved
     with err_console.status(what) as status:
@@ -403,7 +403,7 @@ def pick_shapes(shapes: str) -> str:
 
 def choose_best(task, shapes, timing, candidates, rounds, console):
     """The stored ranking on this device nominates up to `candidates` lineage versions; they are
-    measured again, interleaved in one worker, and the winner is decided by paired intervals."""
+    measured again, interleaved (a worker each), and the winner is decided by paired intervals."""
     from harness.best import decide
     from harness.lineage import ranked, scoped, versions
     gpu = device.describe()["name"]

@@ -1,5 +1,5 @@
 """Which version `submit --best` submits. Stored runs only nominate candidates; the candidates are
-then measured again, interleaved in one worker, and the fastest wins only where its paired interval
+then measured again, interleaved (each in a worker of its own), and the fastest wins only where its paired interval
 says so. Candidates whose interval against the fastest contains 1 are tied with it, and of a tie the
 oldest version (the simplest, fewest ideas stacked) is picked."""
 from dataclasses import dataclass

@@ -1,7 +1,7 @@
 """Is version B really faster than A? Ratios of times with paired 95% confidence intervals, over
 fresh interleaved measurements (harness.evaluator.session.measure_interleaved: A B C C B A ...) so that drift of the machine hits every version
 alike. Samples within one run are correlated (clocks, caches, a busy host), so the unit is a round:
-in round r every version ran back to back in the same worker, and the ratio A_r / B_r cancels what
+in round r every version ran back to back (each in its own worker, all started up front), and the ratio A_r / B_r cancels what
 changed between rounds. The interval is Student's t (scipy.stats) on the mean of the per-round log
 ratios, taken back with exp: an interval for the geometric mean ratio."""
 import math

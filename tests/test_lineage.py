@@ -134,26 +134,26 @@ def test_measured_diff_of_identical_files_spans_one(results_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_measure_interleaves_versions_in_one_worker_process(tmp_path, monkeypatch):
-    """diff --measure: every version runs in the same worker process, each round, every shape. The files log
-    their imports into a cache folder, one of the few the worker's sandbox may write."""
+def test_measure_interleaves_versions_each_in_a_worker_of_its_own(tmp_path):
+    """diff --measure: every version runs each round, every shape, in a worker process of its own that imports it
+    once (one file cannot reach another's kernel). Each file logs its imports into its own build cache, one of
+    the two folders its sandbox may write."""
+    from harness.evaluator.sandbox import build_environment
     from harness.evaluator.session import measure_interleaved
     from harness.submission import resolve
     from reference.cases import leaderboards
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    log = tmp_path / "cache" / "imports.log"
-    monkeypatch.setenv("PID_LOG", str(log))
     source = (ROOT / "submissions" / "gemv" / "v0.py").read_text()
-    stamp = 'import os\nopen(os.environ["PID_LOG"], "a").write(f"{__file__} {os.getpid()}\\n")\n'
-    subs = []
+    stamp = 'import os\nopen(os.path.join(os.environ["XDG_CACHE_HOME"], "imports.log"), "a").write(f"{os.getpid()}\\n")\n'
+    subs, logs = [], []
     for name in ("first", "second"):
         path = tmp_path / f"{name}.py"
-        path.write_text(source + "\n" + stamp)
+        path.write_text(source + f"\n# {name}\n" + stamp)
         subs.append(resolve(str(path), "gemv", leaderboards()))
+        logs.append(Path(build_environment([path])["XDG_CACHE_HOME"]) / "imports.log")
+        logs[-1].unlink(missing_ok=True)
     pooled = measure_interleaved(subs, "smoke", rounds=2)
-    lines = log.read_text().split()
-    pids = set(lines[1::2])
-    assert len(lines) == 4 and len(pids) == 1, lines  # both files imported once, by one process
+    pids = [log.read_text().split() for log in logs]
+    assert [len(p) for p in pids] == [1, 1] and pids[0] != pids[1], pids  # imported once each, in two processes
     assert set(pooled) == {"first", "second"}
     for per_shape in pooled.values():
         assert per_shape and all(len(means) == 2 for means in per_shape.values())

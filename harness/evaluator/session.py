@@ -217,22 +217,25 @@ def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = N
 
 
 def measure_interleaved(subs: list, shapes: str, rounds: int, on_round=None, timing: str = "arena") -> dict:
-    """`diff --measure`: benchmark every version `rounds` times in turn in one shared worker process,
-    the order reversed every other round (A B C C B A ...) so neither drift nor going first favours a
-    version; per version and shape index, the mean of each round: {version: {index: [ns, ...]}}.
-    The same jobs as benchmark mode; records are not written."""
+    """`diff --measure`: benchmark every version `rounds` times in turn, each in a worker of its own started
+    before the first round (one file cannot reach another's kernel), the order reversed every other round
+    (A B C C B A ...) so neither drift nor going first favours a version; per version and shape index, the mean
+    of each round: {version: {index: [ns, ...]}}. The same jobs as benchmark mode; records are not written."""
     task = subs[0].task
     jobs = build_jobs(task, "benchmark", shapes, timing=timing)
     timeout_s = TIMEOUT_S["benchmark"]
-    evaluation, fatal = start_evaluation(task, [str(s.path) for s in subs], timeout_s, timing, True)
-    if fatal:
-        raise RuntimeError(f"the shared worker did not start: {fatal.message}")
-    pooled = {s.version: {} for s in subs}
+    evaluations = {}
     try:
+        for sub in subs:
+            evaluation, fatal = start_evaluation(task, [str(sub.path)], timeout_s, timing, True)
+            if fatal:
+                raise RuntimeError(f"the worker of {sub.version} did not start: {fatal.message}")
+            evaluations[sub.version] = evaluation
+        pooled = {s.version: {} for s in subs}
         for r in range(rounds):
             for sub in subs if r % 2 == 0 else reversed(subs):
                 for job in jobs:
-                    result = run_job(evaluation, replace(job, submission=str(sub.path)))
+                    result = run_job(evaluations[sub.version], job)
                     if result.status != "pass":
                         raise RuntimeError(f"{sub.version} did not pass benchmark mode in round {r + 1} "
                                            f"({job.label}): {result.status}: {result.message}")
@@ -241,5 +244,6 @@ def measure_interleaved(subs: list, shapes: str, rounds: int, on_round=None, tim
                 if on_round:
                     on_round(r + 1, sub.version)
     finally:
-        evaluation.close()
+        for evaluation in evaluations.values():
+            evaluation.close()
     return pooled
