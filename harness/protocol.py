@@ -33,7 +33,6 @@ class Job:
     record: bool = True
     timing: str = "arena"
     sol_b200_us: float | None = None
-    submission: str | None = None  # which imported file, in a worker shared by several (diff --measure)
 
 
 @dataclass

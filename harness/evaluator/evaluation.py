@@ -108,7 +108,7 @@ class L2Flush:
 
 
 class Evaluation:
-    def __init__(self, task: str, paths: list, timeout_s: float, timing: str = "arena", confined: bool = True):
+    def __init__(self, task: str, path: str, timeout_s: float, timing: str = "arena", confined: bool = True):
         self.task = get_task(task)
         self.rules = task_rules(task)
         self.timing = timing
@@ -119,7 +119,7 @@ class Evaluation:
         if not self.gpu:
             torch.set_num_threads(1)  # idle OpenMP threads spin for a while: they would share the worker's cores
         self.slots = []
-        self.worker = WorkerProcess(task, paths, timeout_s, confined)
+        self.worker = WorkerProcess(task, path, timeout_s, confined)
         self.sandbox = self.worker.sandbox
         try:
             self.witness_calibration = self.calibrate()
@@ -153,20 +153,19 @@ class Evaluation:
         self.job_deadline = time.monotonic() + self.timeout_s
 
     # -- the timed protocol ------------------------------------------------------------------------------------
-    def sample(self, calls: list, writes: list, method: str, submission: str | None = None,
-               null: bool = False) -> Sample:
+    def sample(self, calls: list, writes: list, method: str, null: bool = False) -> Sample:
         """One sample: `calls` are slot indices, `writes` (slot, private inputs) pairs written after the worker
         queued (GPU arena) or before it starts (CPU, contest). null: the worker makes no call (calibration),
         and the evaluator still copies the slots' outputs back."""
         collecting = gc.isenabled()
         gc.disable()  # a collection of the evaluator's heap would land inside the witness
         try:
-            return self._sample(calls, writes, method, submission, null)
+            return self._sample(calls, writes, method, null)
         finally:
             if collecting:
                 gc.enable()
 
-    def _sample(self, calls, writes, method, submission, null) -> Sample:
+    def _sample(self, calls, writes, method, null) -> Sample:
         released_early = False
         gpu_arena = self.gpu and method == "arena"
         worker = self.worker.process.pid
@@ -177,7 +176,7 @@ class Evaluation:
             t0, ours, theirs = time.perf_counter_ns(), run_delay_ns(), run_delay_ns(worker)
             self.write(writes)
             written = time.perf_counter_ns()
-        self.worker.send("arm", slots=[] if null else calls, method=method, submission=submission)
+        self.worker.send("arm", slots=[] if null else calls, method=method)
         if gpu_arena:
             wait = (self.worker.clear_ns or 40e6) / 1e9  # what the contest's clear would have hidden
             queued = self.worker.expect(("queued",), min(self.deadline(), time.monotonic() + wait), patient=True)
@@ -232,8 +231,8 @@ class Evaluation:
     def generate(self, job, seed: int, values: str | None = None):
         return self.task.generate_input(**{**job.args, "seed": seed}, values=values or job.values)
 
-    def call(self, slots: list, submission: str | None) -> list:
-        self.worker.send("call", slots=slots, submission=submission)
+    def call(self, slots: list) -> list:
+        self.worker.send("call", slots=slots)
         reply = self.worker.expect(("called",), self.deadline())
         calls = reply.get("calls")
         if not isinstance(calls, list) or len(calls) != len(slots) or not all(isinstance(c, dict) for c in calls):
@@ -272,7 +271,7 @@ class Evaluation:
         data = self.generate(job, job.seeds[0])
         self.prepare(data, 1)
         self.slots[0].write(data)
-        call = self.call([0], job.submission)[0]
+        call = self.call([0])[0]
         failed = self.check_calls([data], [self.task.ref_kernel(data)], [call], [0])
         return failed or Result("pass", first_call_ns=call["host_ns"])
 
@@ -281,7 +280,7 @@ class Evaluation:
         data = self.generate(job, job.seeds[0])
         self.prepare(data, 1)
         self.slots[0].write(data)
-        self.worker.send("profile", slot=0, submission=job.submission)
+        self.worker.send("profile", slot=0)
         return Result("pass", report=str(self.worker.expect(("profiled",), self.deadline()).get("report", "")))
 
     def benchmark(self, job) -> Result:
@@ -293,7 +292,7 @@ class Evaluation:
         ids = list(range(n))
         for slot, private in zip(self.slots, privates):
             slot.write(private)
-        calls = self.call(ids, job.submission)
+        calls = self.call(ids)
         first_ns = calls[0]["host_ns"]
         failed = self.check_calls(privates, [self.task.ref_kernel(p) for p in privates], calls, ids)
         if failed:
@@ -301,7 +300,7 @@ class Evaluation:
             return failed
         general = self.generate(job, job.seeds[0], values="general")
         self.slots[0].write(general)
-        failed = self.check_calls([general], [self.task.ref_kernel(general)], self.call([0], job.submission), [0])
+        failed = self.check_calls([general], [self.task.ref_kernel(general)], self.call([0]), [0])
         if failed:
             failed.message = f"general-value input: {failed.message}"
             return failed
@@ -314,7 +313,7 @@ class Evaluation:
             privates = [self.generate(job, self.seeds.seed(job.label, job.index, job.values, sample_number, i))
                         for i in range(n)]
             expected = [self.task.ref_kernel(p) for p in privates]
-            result = self.sample(ids, list(zip(self.slots, privates)), job.timing, job.submission)
+            result = self.sample(ids, list(zip(self.slots, privates)), job.timing)
             checked = time.perf_counter_ns()
             report = result.report
             region = number(report, "region_ns")

@@ -129,10 +129,10 @@ def run_job(evaluation: Evaluation, job: Job) -> Result:
                                f"replaced")
 
 
-def start_evaluation(task: str, paths: list, timeout_s: float, timing: str, confined: bool):
+def start_evaluation(task: str, path: str, timeout_s: float, timing: str, confined: bool):
     """(Evaluation, None), or (None, Result) when the worker could not start or the file did not import."""
     try:
-        return Evaluation(task, paths, timeout_s, timing, confined), None
+        return Evaluation(task, path, timeout_s, timing, confined), None
     except Verdict as found:
         return None, Result(found.status, found.message)
 
@@ -163,7 +163,7 @@ def run_jobs(task: str, path: str, jobs: list, timeout_s: float, on_start=None, 
         if on_start:
             on_start(job)
         if evaluation is None:
-            evaluation, fatal = start_evaluation(task, [path], timeout_s, timing, confined)
+            evaluation, fatal = start_evaluation(task, path, timeout_s, timing, confined)
             if fatal:  # nothing can run if the file does not even import: every job gets the same verdict
                 for rest in jobs[n:]:
                     finish(rest, replace(fatal))
@@ -227,7 +227,7 @@ def measure_interleaved(subs: list, shapes: str, rounds: int, on_round=None, tim
     evaluations = {}
     try:
         for sub in subs:
-            evaluation, fatal = start_evaluation(task, [str(sub.path)], timeout_s, timing, True)
+            evaluation, fatal = start_evaluation(task, str(sub.path), timeout_s, timing, True)
             if fatal:
                 raise RuntimeError(f"the worker of {sub.version} did not start: {fatal.message}")
             evaluations[sub.version] = evaluation

@@ -105,7 +105,7 @@ class _Output(threading.Thread):
 class WorkerProcess:
     """One worker: started confined, "ready" awaited; the caller then calibrates and sends "load"."""
 
-    def __init__(self, task: str, paths: list, timeout_s: float, confined: bool = True):
+    def __init__(self, task: str, path: str, timeout_s: float, confined: bool = True):
         self.timeout_s = timeout_s
         self.preexisting = set(_children())
         ours, theirs = socket.socketpair()
@@ -113,11 +113,11 @@ class WorkerProcess:
         flag_fd = os.memfd_create("nvfp4-arena-hold", os.MFD_CLOEXEC)
         os.ftruncate(flag_fd, 4096)
         self.flag = mmap.mmap(flag_fd, 4096)
-        env, writable, self.scratch = worker_environment(paths)
+        env, writable, self.scratch = worker_environment([path])
         command = [sys.executable, "-m", "harness.worker", "--task", task, "--channel", str(theirs.fileno()),
                    "--flag", str(flag_fd), "--parent", str(os.getpid()),
                    *[f"--writable={w}" for w in writable], *([] if confined else ["--unconfined"]), "--",
-                   *[str(p) for p in paths]]
+                   str(path)]
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, pass_fds=(theirs.fileno(), flag_fd),
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         start_new_session=True)

@@ -1,10 +1,10 @@
-"""The worker process: confines itself, opens the device, imports the submission(s) and calls them as the
-evaluator says.
+"""The worker process: confines itself, opens the device, imports one submission and calls it as the evaluator
+says.
 
-`python -m harness.worker --task T --channel FD --flag FD --parent PID --writable DIR... -- FILE...`, started by
+`python -m harness.worker --task T --channel FD --flag FD --parent PID --writable DIR... -- FILE`, started by
 harness.evaluator.supervisor. Order matters: the sandbox (harness.worker.confine) goes on before torch is
-imported; "ready" (device, sandbox) is sent and the evaluator's witness calibration runs before any submission
-code does; only then "load" imports the files. After that the process is the submission's: everything it sends
+imported; "ready" (sandbox, the contest clear's duration) is sent and the evaluator's witness calibration runs
+before any submission code does; only then "load" imports the file. After that the process is the submission's: everything it sends
 is a claim the evaluator checks, and it holds nothing worth stealing (no seed, key, reference or expected output).
 """
 import argparse
@@ -36,8 +36,7 @@ class Worker:
         self.torch, self.channel = torch, channel
         self.fd = args.channel
         self.reader = channel.Reader(self.fd, take_fds=True)
-        self.paths = args.paths
-        self.kernels = {}
+        self.path = args.path
         self.kernel = None
         self.check = None
         self.slots = {}
@@ -60,8 +59,7 @@ class Worker:
     def load(self):
         from harness.submission import import_submission
         from harness.worker import sample
-        self.kernels = {p: import_submission(Path(p)).custom_kernel for p in self.paths}
-        self.kernel = self.kernels[self.paths[0]]
+        self.kernel = import_submission(Path(self.path)).custom_kernel
         self.check = sample.SelfCheck([sample, sys.modules[__name__], self.channel])
 
     def map_slots(self, message):
@@ -86,8 +84,6 @@ class Worker:
     def serve(self, message) -> bool:
         from harness.worker import sample
         kind = message["kind"]
-        if message.get("submission"):
-            self.kernel = self.kernels[message["submission"]]
         if kind == "slots":
             self.map_slots(message)
         elif kind == "call":
@@ -131,7 +127,7 @@ def main(argv=None):
     parser.add_argument("--parent", type=int, required=True)
     parser.add_argument("--writable", action="append", default=[])
     parser.add_argument("--unconfined", action="store_true")
-    parser.add_argument("paths", nargs="+")
+    parser.add_argument("path")
     args = parser.parse_args(argv)
     die_with_parent(args.parent)
     from harness.worker.confine import confine
@@ -141,7 +137,7 @@ def main(argv=None):
     try:
         worker = Worker(args, sandbox)
     except BaseException as exc:  # noqa: BLE001 - a device that does not open is reported, not raised
-        channel.send(args.channel, "fatal", message=f"the worker could not start: {explain(exc, args.paths)}")
+        channel.send(args.channel, "fatal", message=f"the worker could not start: {explain(exc, [args.path])}")
         return
     while True:
         try:
@@ -154,7 +150,7 @@ def main(argv=None):
         except BaseException as exc:  # noqa: BLE001 - the submission's exception becomes the evaluator's verdict
             kind = "fatal" if message["kind"] == "load" else "error"
             prefix = "submission failed to load: " if kind == "fatal" else ""
-            worker.send(kind, message=prefix + explain(exc, args.paths))
+            worker.send(kind, message=prefix + explain(exc, [args.path]))
             if kind == "fatal":
                 return
 
