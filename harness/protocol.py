@@ -5,6 +5,7 @@ from dataclasses import asdict, dataclass, field
 
 from .rules import StopRule
 
+NEEDS_GPU = "this file needs a CUDA GPU"  # how a failure message starts where a GPU-only file met a machine without one
 TRACEBACK_MARK = "--- traceback ---"  # a failure message's first paragraph is for the user, the traceback after it
 
 

@@ -28,7 +28,7 @@ from rich.progress import Progress as RichProgress
 from rich.table import Table
 
 from . import results
-from .protocol import brief
+from .protocol import NEEDS_GPU, brief
 from .lineage import versions as lineage_versions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -85,7 +85,8 @@ class Options:
 
 @dataclass
 class Attempt:
-    """One try of one job on one lane: pass, fail (the submission's verdict) or lost (no verdict)."""
+    """One try of one job on one lane: pass, fail (the submission's verdict), skipped (a GPU-only file on a
+    machine without one) or lost (no verdict)."""
 
     job: SweepJob
     lane: str
@@ -211,6 +212,8 @@ def judge(job: SweepJob, lane: str, returncode: int, stdout: str, stderr: str, w
         attempt.message = f"its worker crashed: {brief(crashed['message'])}"
     elif returncode == 0 and all(s["passed"] for s in summaries):
         attempt.status = "pass"
+    elif attempt.records and all(NEEDS_GPU in r["message"] for r in attempt.records if r["status"] != "pass"):
+        attempt.status, attempt.message = "skipped", "skipped: needs a GPU"
     else:
         attempt.status = "fail"
         bad = next((r for r in attempt.records if r["status"] != "pass"), None)
@@ -368,7 +371,7 @@ class SweepResult:
 
     @property
     def passed(self) -> bool:
-        return bool(self.outcomes) and all(a.status == "pass" for a in self.outcomes)
+        return bool(self.outcomes) and all(a.status in ("pass", "skipped") for a in self.outcomes)
 
     def rows(self) -> list[dict]:
         """The summary table: per job, status, geomean µs, lane, attempts, wall s."""

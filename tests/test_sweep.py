@@ -87,6 +87,16 @@ def test_judge_pass_fail_and_lost():
     assert silent.lost and silent.message == "exit code 2 without a result: error: something"
 
 
+
+def test_a_gpu_only_file_on_a_cpu_is_skipped_not_failed():
+    from harness.protocol import NEEDS_GPU
+    job = sw.SweepJob("gemv", "v1", attempts=1)
+    runs = summary("error", False, None)
+    runs[0]["records"][0]["message"] = f"submission failed to load: {NEEDS_GPU} (its kernels are built for one) ..."
+    skipped = sw.judge(job, "cpu0", 1, json.dumps(runs, indent=2), "", 1.0)
+    assert (skipped.status, skipped.message) == ("skipped", "skipped: needs a GPU")
+    assert sw.SweepResult([skipped], 1, [], 1.0).passed
+
 def attempt(job, lane, status):
     return sw.Attempt(job, lane, status, number=job.attempts)
 

@@ -5,7 +5,7 @@ import traceback
 from pathlib import Path
 
 from harness.library_calls import current_capability, fp4_library_message
-from harness.protocol import TRACEBACK_MARK
+from harness.protocol import NEEDS_GPU, TRACEBACK_MARK
 
 CUDA_MISSING = ("Torch not compiled with CUDA enabled", "No CUDA GPUs are available", "Found no NVIDIA driver",
                 "no CUDA-capable device", "CUDA_HOME environment variable is not set", "0 active drivers")
@@ -29,7 +29,7 @@ def explain(exc: BaseException, paths: list) -> str:
     if library:
         text = library
     elif needs_gpu(exc):
-        text = f"this file needs a CUDA GPU (its kernels are built for one) and this machine has none: {text}"
+        text = f"{NEEDS_GPU} (its kernels are built for one) and this machine has none: {text}"
     own = {str(Path(p).resolve()) for p in paths}
     frames = traceback.extract_tb(exc.__traceback__)
     if isinstance(exc, SyntaxError) and exc.filename and str(Path(exc.filename).resolve()) in own:
