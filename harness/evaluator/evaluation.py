@@ -304,7 +304,7 @@ class Evaluation:
         if failed:
             failed.message = f"general-value input: {failed.message}"
             return failed
-        witness = Witness(self.witness_calibration)
+        witness = Witness(self.witness_calibration, "cuda" if self.gpu else "cpu")
         durations, host_ns, pending, early, spent = [], [], [], 0, 0.0
         rule = job.stop
         sample_number = 0

@@ -11,7 +11,7 @@ slots): its median and its largest deviation (the spread).
 
 A sample's excess is W less the reported calls, the evaluator's timed work, the worker's copies and the
 calibrated remainder. Its margin: SPREAD_MULTIPLE spreads (at least MIN_MARGIN_NS), plus OVERHEAD_FRACTION of
-the timed work and copies, whose own noise grows with them. Over the margin a sample is flagged; the first
+the timed work and copies, whose own noise grows with them (MIN_MARGIN_NS is per device kind). Over the margin a sample is flagged; the first
 sample of a job is not judged (fresh slots fault their pages in). A verdict: one sample over HARD_MULTIPLE
 margins, three flagged samples in a row, more than MAX_FLAGGED_SHARE of the samples flagged, or a median excess
 over the median margin. So a forger who hides time in a few samples must keep each under a few margins, and in
@@ -28,7 +28,9 @@ timed work instead of the excess. The witness is a speed bump, not a wall.
 import statistics
 from dataclasses import dataclass, field
 
-MIN_MARGIN_NS = 100_000.0  # host scheduling noise of the two processes' clocks and messages
+MIN_MARGIN_NS = {"cuda": 100_000.0, "cpu": 1_000_000.0}  # host noise of two processes' clocks and messages; on a
+# CPU the calls share the cores with everything else, and a verdict against an honest file costs more than a
+# forgery under a millisecond there (CPU times rank nothing)
 SPREAD_MULTIPLE = 4.0  # times the calibration's largest deviation from its median
 OVERHEAD_FRACTION = 0.25  # of the evaluator's timed work and the worker's copies in a sample
 IN_A_ROW = 3
@@ -63,6 +65,7 @@ class Calibration:
 @dataclass
 class Witness:
     calibration: Calibration
+    device: str = "cuda"  # or "cpu": which MIN_MARGIN_NS applies
     flagged_in_a_row: int = 0
     flagged: int = 0
     seen: int = 0
@@ -71,7 +74,7 @@ class Witness:
 
     def __post_init__(self):
         self.remainder_ns, self.spread_ns = self.calibration.fit()
-        self.floor_ns = max(MIN_MARGIN_NS, SPREAD_MULTIPLE * self.spread_ns)
+        self.floor_ns = max(MIN_MARGIN_NS[self.device], SPREAD_MULTIPLE * self.spread_ns)
 
     def margin_ns(self, own_ns: float = 0.0, copies_ns: float = 0.0) -> float:
         return self.floor_ns + OVERHEAD_FRACTION * (own_ns + copies_ns)

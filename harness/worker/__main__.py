@@ -41,6 +41,8 @@ class Worker:
         self.check = None
         self.slots = {}
         self.device = device.open_device(task_rules(args.task).eval.clear_bytes)
+        if not self.device.gpu:
+            torch.set_num_threads(1)  # as the evaluator: idle OpenMP threads spin, and would share other workers' cores
         self.hold = None
         if self.device.gpu:
             from harness.worker.hold import StreamHold
