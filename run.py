@@ -34,7 +34,14 @@ def exit_on_signals():
     signal.signal(signal.SIGINT, leave)
 
 
+def json_wanted() -> bool:
+    """--json anywhere on the command line: then an error also goes to stdout, as {"error": ...}."""
+    return "--json" in sys.argv[1:]
+
+
 def fail(message: str, code: int = 2):
+    if json_wanted():
+        emit_json({"error": message})
     err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     sys.exit(code)
 
@@ -131,6 +138,19 @@ class ArenaGroup(click.Group):
 
     def parse_args(self, ctx, args):
         return super().parse_args(ctx, self.normalize(list(args)))
+
+    def main(self, *args, **kwargs):
+        """Click's own handling, except that under --json a usage error is also {"error": ...} on stdout."""
+        try:
+            return super().main(*args, standalone_mode=False, **kwargs)
+        except click.ClickException as exc:
+            if json_wanted():
+                emit_json({"error": exc.format_message()})
+            exc.show()
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            err_console.print("Aborted.")
+            sys.exit(1)
 
     def collect_usage_pieces(self, ctx):
         return ["[OPTIONS]", "[FILE.py | COMMAND [ARGS]...]"]

@@ -340,3 +340,13 @@ def test_readme_case_examples_exist_on_a_cpu():
         task = re.search(r"--task (\w+)", line).group(1)
         for index in re.findall(r"--case (\d+)", line):
             assert int(index) < len(cases(task, "smoke")), line
+
+
+def test_errors_under_json_are_json_on_stdout(results_dir):
+    """A usage error and a view's error both print {"error": ...} on stdout under --json, with their exit codes."""
+    usage = subprocess.run([sys.executable, str(ROOT / "run.py"), "--json", "list", "--task", "nope"],
+                           capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert usage.returncode == 2 and "'nope' is not one of" in json.loads(usage.stdout)["error"]
+    view = subprocess.run([sys.executable, str(ROOT / "run.py"), "list", "--task", "gemv", "--json"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert view.returncode == 1 and "no " in json.loads(view.stdout)["error"]
