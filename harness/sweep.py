@@ -128,7 +128,8 @@ class Retired:
 
 
 def parse_versions(task: str, spec: str) -> list[str]:
-    """'all', 'v0..v26', 'v3,v5,v9' or a mix ('v0..v3,v7') -> the lineage versions, in order, once each."""
+    """'all', 'v0..v26', 'v3,v5,v9', paths of submission files, or a mix ('v0..v3,v7,my_kernel.py') -> the
+    versions and files, in order, once each."""
     known = [v.name for v in lineage_versions(task)]
     if not known:
         raise SweepError(f"{task} has no lineage versions under submissions/{task}/.")
@@ -146,6 +147,10 @@ def parse_versions(task: str, spec: str) -> list[str]:
             if lo > hi:
                 raise SweepError(f"{item}: {m.group(1)} comes after {m.group(2)} in the {task} lineage.")
             chosen += known[lo:hi + 1]
+        elif item.endswith(".py"):
+            if not Path(item).is_file():
+                raise SweepError(f"{item}: no such file.")
+            chosen.append(str(Path(item).resolve()))
         elif item:
             chosen.append(check(item))
     if not chosen:

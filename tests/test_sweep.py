@@ -30,11 +30,13 @@ def test_versions_all_range_list_and_mix():
     assert sw.parse_versions("gemm", "v8..v11") == ["v8", "v9", "v10", "v11"]
     assert sw.parse_versions("gemm", "v9,v3,v9") == ["v9", "v3"]
     assert sw.parse_versions("gemm", "v0..v2, v7,v1") == ["v0", "v1", "v2", "v7"]
+    mine = str(SUBS / "wrong.py")
+    assert sw.parse_versions("gemm", f"v0,{mine}") == ["v0", mine]  # a path names a file as run.py takes it
 
 
 @pytest.mark.parametrize("spec, said", [("v0..v999", "gemm has no version v999; its versions: v0, v1"),
                                         ("v5..v2", "v5 comes after v2"), ("v3,x", "no version x"),
-                                        (",", "no versions")])
+                                        (",", "no versions"), ("v0,missing.py", "missing.py: no such file")])
 def test_versions_errors_name_the_known_ones(spec, said):
     with pytest.raises(sw.SweepError, match=said):
         sw.parse_versions("gemm", spec)
