@@ -588,7 +588,7 @@ def merge(source):
 @cli.command()
 @click.option("--task", "--leaderboard", "tasks", multiple=True, required=True, type=TaskName(("all",)),
               help="Lineage to sweep (repeatable), or all of them.")
-@click.option("--versions", default="all", show_default=True, help="all, a range v0..v26, a list v3,v5,v9, or a mix.")
+@click.option("--versions", default="all", show_default=True, help="all, a range v0..v26, a list v3,v5,v9, paths of files, or a mix.")
 @click.option("--mode", type=click.Choice(["benchmark", "test", "leaderboard", "auto"]), default="benchmark",
               show_default=True, help="auto: test, then benchmark if every test passes (run.py's default).")
 @click.option("--gpus", help="GPUs to use, one lane each: all (default) or numbers such as 0,1.")
