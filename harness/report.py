@@ -6,6 +6,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .device import CPU_NAME
+from .rules import CPU_MAX_SAMPLES
 from .evaluator.session import RunSummary
 
 
@@ -74,9 +75,15 @@ def benchmark_table(summary: RunSummary) -> Table:
     return drop_empty_columns(table)
 
 
+CPU_TIMES = ("CPU times: for correctness and smoke timing only, not comparable across machines (wall-clock, "
+             f"at most {CPU_MAX_SAMPLES} samples a case)")
+
+
 def host_notes(summary: RunSummary, console: Console) -> None:
-    """What a host-bound shape or a timed-out hold means for the contest's number, and what contest
-    timing does not watch."""
+    """What a host-bound shape or a timed-out hold means for the contest's number, what contest timing does
+    not watch, and what a CPU's times are for."""
+    if summary.device.get("name") == CPU_NAME and any(r.get("stats") for r in summary.records):
+        console.print(f"[yellow]{CPU_TIMES}[/]", highlight=False)
     if summary.timing == "contest" and summary.device.get("name") != CPU_NAME:
         console.print("[yellow]contest timing[/]: as in the contest's loop, work on a side stream can run during the "
                       "clear, and no check after the region can tell it from the synchronize's own cost there; the "

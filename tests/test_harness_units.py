@@ -269,3 +269,17 @@ def test_gemv_floor_probes_keep_v11_loads_and_drop_its_decode(tmp_path):
     assert "nvfp4_gemv_v11" not in nodec_text and "ld.global.nc" in stream.read_text()
     for path in (nodec, stream):
         assert callable(import_submission(path).custom_kernel)
+
+
+def test_cpu_times_are_said_to_rank_nothing():
+    from rich.console import Console
+
+    from harness import report
+    from harness.evaluator.session import RunSummary
+    sub = resolve("v0", "gemm", BOARDS)
+    for device, shown in (("cpu", True), ("NVIDIA H100 80GB HBM3", False)):
+        console = Console(record=True, width=400)
+        summary = RunSummary(sub, "benchmark", "smoke", "arena", device={"name": device},
+                             records=[{"index": 0, "stats": {"mean": 1.0}}])
+        report.host_notes(summary, console)
+        assert ("not comparable across machines" in console.export_text()) == shown
