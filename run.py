@@ -59,7 +59,7 @@ def show_precheck(sub, console) -> list:
 
 def run_mode(sub, mode, shapes, timeout, record, secret_seed, console, only, confined,
              timing="arena", keep_going=False) -> session.RunSummary:
-    record_to = results.records_dir(device.describe()["name"]) / f"{sub.task}.jsonl" if record else None
+    record_to = results.records_dir(device.name()) / f"{sub.task}.jsonl" if record else None
     with console.status(f"{sub.task} {sub.version}: {mode}") as status:
         def on_start(job):
             what = "warm-up" if not job.record else f"{job.kind} {job.index}"
@@ -242,7 +242,7 @@ def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_se
     out = report.console(stderr=as_json)
     target = sub.headers.get("gpu")
     if target:
-        here = device.describe().get("name", device.CPU_NAME)
+        here = device.name()
         if target.strip().lower() not in here.lower():
             err_console.print(f"this file targets {escape(target)} (its #!POPCORN gpu line); running on {escape(here)}",
                               highlight=False)
@@ -407,7 +407,7 @@ def diff_measured(task, names, shapes, rounds, as_json=False, timing="arena") ->
         point, low, high = geomean_ratio_ci([pooled[base][i] for i in indices], [pooled[sub.version][i] for i in indices])
         rows.append({"shape": "geomean", "version": sub.version, f"×{base}": point, "95% low": low, "95% high": high,
                      "verdict": verdict(point, low, high)})
-    gpu = device.describe()["name"]
+    gpu = device.name()
     if as_json:
         emit_json({"task": task, "gpu": gpu, "shapes": shapes, "rounds": rounds, "rows": rows})
         return 0
@@ -426,7 +426,7 @@ def choose_best(task, shapes, timing, candidates, rounds, console):
     measured again, interleaved (a worker each), and the winner is decided by paired intervals."""
     from harness.best import decide
     from harness.lineage import ranked, scoped, versions
-    gpu = device.describe()["name"]
+    gpu = device.name()
     scope, df = answer(scoped, task, gpu, timing, "benchmarks" if shapes == "contest" else "smoke")
     lineage = {v.name for v in versions(task)}
     top = [s.version for s in ranked(scope, df) if s.version in lineage][:candidates]
@@ -625,7 +625,7 @@ def sweep(tasks, versions, mode, gpus, cpu_lanes, ray_address, shapes, timing, c
         where = f"Ray at {ray_address}" if ray_address else f"{len(lanes)} lane(s): {', '.join(l.name for l in lanes)}"
         out.print(f"sweep: {len(jobs)} job(s), {mode} mode, on {where}", highlight=False)
         with sw.SweepView(out, [l.name for l in lanes], len(jobs)) as view:
-            result = sw.drive(events, device.describe()["name"], view)
+            result = sw.drive(events, device.name(), view)
     except sw.SweepError as exc:
         fail(str(exc))
     except KeyboardInterrupt:

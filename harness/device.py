@@ -51,6 +51,11 @@ def clocks() -> dict:
     return dict(zip(keys, values))
 
 
+def name() -> str:
+    """The timing device's name, as records carry it (without describe()'s nvidia-smi calls)."""
+    return torch.cuda.get_device_properties(0).name if has_gpu() else CPU_NAME
+
+
 def describe() -> dict:
     """Identity and versions of the device that times; a plain dict for result records."""
     info = {"torch": torch.__version__, "python": platform.python_version(), "host": platform.node()}

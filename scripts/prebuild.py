@@ -11,6 +11,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from harness.evaluator.sandbox import build_environment  # noqa: E402
+from harness.submission import resolve  # noqa: E402
+from reference.cases import leaderboards  # noqa: E402
+
 ONE = """
 import sys; sys.path.insert(0, {root!r})
 import torch
@@ -25,11 +30,9 @@ torch.cuda.synchronize()
 print("built", task, version, flush=True)
 """
 
+
 def start(task: str, version: str) -> subprocess.Popen:
-    sys.path.insert(0, str(ROOT))
-    from harness.evaluator.sandbox import build_environment
-    from harness.submission import resolve
-    from reference.cases import leaderboards
+    """A process that builds one version, into that file's own build cache."""
     path = resolve(version, task, leaderboards()).path
     return subprocess.Popen([sys.executable, "-c", ONE.format(root=str(ROOT), task=task, version=version)],
                             env={**os.environ, **build_environment([path])})

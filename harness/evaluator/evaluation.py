@@ -19,7 +19,6 @@ from reference import get_task
 from .. import device as devices
 from ..layout import flatten, output_buffers
 from ..protocol import Result
-from ..rules import task_rules
 from ..stats import calculate
 from .seeds import SeedSource
 from .slots import Layout, Slot
@@ -110,7 +109,6 @@ class L2Flush:
 class Evaluation:
     def __init__(self, task: str, path: str, timeout_s: float, timing: str = "arena", confined: bool = True):
         self.task = get_task(task)
-        self.rules = task_rules(task)
         self.timing = timing
         self.timeout_s = timeout_s
         self.seeds = SeedSource()
@@ -171,19 +169,14 @@ class Evaluation:
         worker = self.worker.process.pid
         if gpu_arena:
             self.worker.release(0)
-        t0 = None
         if not gpu_arena:
-            t0, ours, theirs = time.perf_counter_ns(), run_delay_ns(), run_delay_ns(worker)
-            self.write(writes)
-            written = time.perf_counter_ns()
+            t0, ours, theirs, written = self._witnessed_write(writes)
         self.worker.send("arm", slots=[] if null else calls, method=method)
         if gpu_arena:
             wait = (self.worker.clear_ns or 40e6) / 1e9  # what the contest's clear would have hidden
             queued = self.worker.expect(("queued",), min(self.deadline(), time.monotonic() + wait), patient=True)
             released_early = queued is None
-            t0, ours, theirs = time.perf_counter_ns(), run_delay_ns(), run_delay_ns(worker)
-            self.write(writes)
-            written = time.perf_counter_ns()
+            t0, ours, theirs, written = self._witnessed_write(writes)
             self.worker.release(1)
             if queued is None:
                 self.worker.expect(("queued",), self.deadline())
@@ -201,6 +194,13 @@ class Evaluation:
         waited = (run_delay_ns() - ours) + (run_delay_ns(worker) - theirs)
         return Sample(witness_ns, waited, written - t0 + copy_ns, copy_ns, report, outputs, released_early)
 
+    def _witnessed_write(self, writes: list) -> tuple:
+        """The witness's start, then the inputs written: (its clock, the two processes' waits so far, when the
+        writes ended)."""
+        started = time.perf_counter_ns(), run_delay_ns(), run_delay_ns(self.worker.process.pid)
+        self.write(writes)
+        return (*started, time.perf_counter_ns())
+
     def write(self, writes: list):
         for slot, private in writes:
             slot.write(private)
@@ -209,7 +209,8 @@ class Evaluation:
             torch.cuda.synchronize()
 
     def calibrate(self) -> Calibration:
-        """Null samples before any submission code runs: the protocol's own overhead at two slot sizes."""
+        """Null samples before any submission code runs: the protocol's remainder (what the witness does not time)
+        for one small slot, one large slot and many small slots."""
         where = "cuda" if self.gpu else "cpu"
         small, large = CALIBRATION_BYTES[where]
         points = []
@@ -329,9 +330,10 @@ class Evaluation:
             for verdict in (self.inputs_unchanged(privates, ids), self._processes(), self._l2()):
                 if verdict:
                     return Result("fail", f"sample {sample_number}: {verdict}", first_call_ns=first_ns)
-            if texts(report, "self_check"):
+            self_check = texts(report, "self_check")
+            if self_check:
                 return Result("tampered", f"sample {sample_number}: the worker's self-check found "
-                                          + "; ".join(report["self_check"]), first_call_ns=first_ns)
+                                          + "; ".join(self_check), first_call_ns=first_ns)
             contradiction = witness.judge(result.witness_ns, result.waited_ns, region, result.own_ns, result.copy_ns)
             if contradiction:
                 return Result("tampered", f"sample {sample_number}: {contradiction}", first_call_ns=first_ns)

@@ -51,20 +51,26 @@ def build_cache(paths: list) -> Path:
     return folder
 
 
-def build_environment(paths: list) -> dict:
-    """Environment variables that point every build cache of torch, Triton, CUTLASS's DSL and CUDA into the
-    files' own build-cache folder (also for scripts that build ahead of a run, such as scripts/prebuild.py)."""
-    folder = build_cache(paths)
+def cache_variables(folder: Path) -> dict:
+    """Environment variables that point every build cache of torch, Triton, CUTLASS's DSL and CUDA into one
+    build-cache folder."""
     return {variable: str(folder / name) for variable, name in CACHE_FOLDERS.items()}
+
+
+def build_environment(paths: list) -> dict:
+    """The cache variables of the files' own build-cache folder (for scripts that build ahead of a run, such as
+    scripts/prebuild.py)."""
+    return cache_variables(build_cache(paths))
 
 
 def worker_environment(paths: list) -> tuple[dict, list[str], tempfile.TemporaryDirectory]:
     scratch = tempfile.TemporaryDirectory(prefix="nvfp4-arena-worker-")
-    caches = build_environment(paths)
-    for folder in caches.values():
-        Path(folder).mkdir(parents=True, exist_ok=True)
+    folder = build_cache(paths)
+    caches = cache_variables(folder)
+    for cache in caches.values():
+        Path(cache).mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **caches, "TMPDIR": scratch.name, "PYTHONDONTWRITEBYTECODE": "1"}
-    return env, [scratch.name, str(build_cache(paths))], scratch
+    return env, [scratch.name, str(folder)], scratch
 
 
 def startup_hooks() -> list[str]:

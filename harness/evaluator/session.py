@@ -140,15 +140,15 @@ def start_evaluation(task: str, path: str, timeout_s: float, timing: str, confin
 def run_jobs(task: str, path: str, jobs: list, timeout_s: float, on_start=None, on_outcome=None,
              timing: str = "arena", confined: bool = True, keep_going: bool = False) -> None:
     """Run jobs in order, each in a healthy worker (replaced after any job that did not pass); calls
-    on_outcome(job, result, device, sandbox) as each ends. After a hang or a crash the remaining jobs are
+    on_outcome(job, result, sandbox) as each ends. After a hang or a crash the remaining jobs are
     skipped unless keep_going; a failing warm-up hands its verdict to the next recorded job."""
     evaluation, stopped_by, warmup_failure = None, None, None
-    last = {"device": describe(), "sandbox": ""}  # the evaluator's own view of the device
+    last = {"sandbox": ""}
 
     def finish(job, result):
         if evaluation is not None:
             last.update(sandbox=evaluation.sandbox)
-        on_outcome(job, result, last["device"], last["sandbox"])
+        on_outcome(job, result, last["sandbox"])
 
     for n, job in enumerate(jobs):
         if stopped_by:
@@ -188,19 +188,15 @@ def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = N
     """Run every job of the mode; records are appended to `record_to` as they finish (if that fails,
     the run goes on and `unstored` says why)."""
     jobs = build_jobs(sub.task, mode, shapes, secret_seed, only, timing)
-    summary = RunSummary(sub, mode, shapes, timing, hooks=startup_hooks())
+    summary = RunSummary(sub, mode, shapes, timing, device=describe(), hooks=startup_hooks())  # the evaluator's view
     run_id = uuid.uuid4().hex[:12]
-    calibration_cache = {}
+    calibration = sol.load_calibration(results.results_dir() / "calibration.json", summary.device.get("name"))
 
-    def finished(job, result, device, sandbox):
-        summary.device = device or summary.device
+    def finished(job, result, sandbox):
         summary.sandbox = sandbox or summary.sandbox
         if not job.record:
             return
-        name = summary.device.get("name")
-        if name not in calibration_cache:
-            calibration_cache[name] = sol.load_calibration(results.results_dir() / "calibration.json", name)
-        rec = make_record(sub, mode, job, result, summary.device, run_id, calibration_cache[name], summary.sandbox,
+        rec = make_record(sub, mode, job, result, summary.device, run_id, calibration, summary.sandbox,
                           summary.hooks).to_json()
         summary.records.append(rec)
         if record_to is not None and mode != "profile" and not summary.unstored:

@@ -64,9 +64,23 @@ def _parents() -> dict:
     return out
 
 
+def _own_children() -> list[int]:
+    """This process's children, read from its threads' children lists (fast enough to catch a process that
+    forks and exits every few hundred µs), or from a scan of /proc where the kernel keeps no such lists."""
+    found, listed = [], False
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/children") as f:
+                found += [int(pid) for pid in f.read().split()]
+            listed = True
+        except OSError:
+            continue
+    return found if listed else [pid for pid, parent in _parents().items() if parent == os.getpid()]
+
+
 def _children() -> list[int]:
     """This process's live children: those a worker's orphans are told apart from."""
-    return [pid for pid, parent in _parents().items() if parent == os.getpid() and not _is_zombie(pid)]
+    return [pid for pid in _own_children() if not _is_zombie(pid)]
 
 
 def _death_message(code: int | None) -> str:
@@ -173,9 +187,13 @@ class WorkerProcess:
             if grown == ours:
                 break
             ours = grown
-        others = {w.process.pid for w in _LIVE} | self.preexisting
+        others = self._not_its_own()
         orphans = {pid for pid, parent in parents.items() if parent == os.getpid() and pid not in others}
         return sorted(pid for pid in (ours - {self.process.pid}) | orphans if not _is_zombie(pid))
+
+    def _not_its_own(self) -> set:
+        """Children of the evaluator this worker did not start: live workers, and those alive before it."""
+        return {w.process.pid for w in _LIVE} | self.preexisting
 
     def _death(self) -> str:
         try:
@@ -203,7 +221,7 @@ class WorkerProcess:
             except (ProcessLookupError, PermissionError):
                 pass
         self.process.wait()
-        kill_strays(stray, spare={w.process.pid for w in _LIVE} | self.preexisting)
+        kill_strays(stray, spare=self._not_its_own())
         try:
             os.close(self.fd)
         except OSError:
@@ -217,20 +235,6 @@ class WorkerProcess:
 
 STRAY_KILL_S = 5.0  # how long stop() keeps killing what a worker left behind
 QUIET_SCANS = 200  # consecutive scans that found no stray child: the strays are gone
-
-
-def _own_children() -> list[int]:
-    """This process's children, read from its threads' children lists (fast enough to catch a process that
-    forks and exits every few hundred µs), or from a scan of /proc where the kernel keeps no such lists."""
-    found, listed = [], False
-    for task in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{task}/children") as f:
-                found += [int(pid) for pid in f.read().split()]
-            listed = True
-        except OSError:
-            continue
-    return found if listed else [pid for pid, parent in _parents().items() if parent == os.getpid()]
 
 
 def kill_strays(pids: list, spare: set = frozenset()):

@@ -41,8 +41,6 @@ class Worker:
         self.check = None
         self.slots = {}
         self.device = device.open_device(task_rules(args.task).eval.clear_bytes)
-        if not self.device.gpu:
-            torch.set_num_threads(1)  # as the evaluator: idle OpenMP threads spin, and would share other workers' cores
         self.hold = None
         if self.device.gpu:
             from harness.worker.hold import StreamHold
@@ -50,6 +48,8 @@ class Worker:
             flag = torch.frombuffer(page, dtype=torch.int32, count=1)
             torch.cuda.cudart().cudaHostRegister(flag.data_ptr(), 4096, 0)
             self.hold = StreamHold(flag, timeout_ns=HOLD_SAFETY_NS)
+        else:
+            torch.set_num_threads(1)  # as the evaluator: idle OpenMP threads spin, and would share other workers' cores
         self.send("ready", sandbox=sandbox, clear_ns=self.device.clear_ns)
 
     def send(self, kind, **payload):
