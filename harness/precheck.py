@@ -2,7 +2,7 @@
 
 It only warns: honest files use some of these for good reasons (a compile cache keyed by shape,
 a stream for overlap), and a determined cheat can hide from any pattern. The run-time defenses
-in harness.guard decide verdicts; this tells a reviewer where to look.
+in harness.evaluator decide verdicts; this tells a reviewer where to look.
 
 Comments and docstrings (module, class and function) are blanked before the patterns run, so
 prose that names an API is not a finding; string literals used as values are still scanned.

@@ -1,6 +1,7 @@
 """What the evaluator's jobs produce and what goes into results/: jobs, results and records, as dataclasses.
 SCHEMA is written into every record; records without it are schema 1 (before the timing method was recorded),
-and their method reads as "legacy". Schema 3 records were judged by the evaluator process (witness and sandbox)."""
+and their method reads as "legacy". Schema 3 records were judged by the evaluator process (witness and sandbox);
+schema 4 records say where the evaluator's time went (phases_ns)."""
 from dataclasses import asdict, dataclass, field
 
 from .rules import StopRule
@@ -14,7 +15,7 @@ def brief(message: str) -> str:
     return message.split(f"\n{TRACEBACK_MARK}\n")[0]
 
 
-SCHEMA = 3
+SCHEMA = 4
 LEGACY_TIMING = "legacy"
 
 
@@ -49,7 +50,7 @@ class Result:
     hold_timeouts: int = 0  # samples whose hold ended on its timeout (the host was seen)
     hold_timeout_ns: float | None = None
     pending_max_ns: float | None = None  # the most a sample's device stayed busy after its end event
-    guard_ns: float | None = None  # evaluator time spent checking samples
+    phases_ns: dict | None = None  # where the job's time went (Phases), and the worker's start-up if it began with one
     job_ns: float | None = None
     report: str | None = None
     witness: dict | None = None  # median excess of the evaluator's clock over the reported calls, and its margin
@@ -92,7 +93,7 @@ class Record:
     sol_b200_ns: float | None
     gpu: dict
     git: dict
-    guard_ns: float | None
+    phases_ns: dict | None
     job_ns: float | None
     sandbox: str = ""
     startup_hooks: list = field(default_factory=list)

@@ -1,22 +1,27 @@
 #!/usr/bin/env bash
-# One device call: the evaluator's GPU path end to end. In order of what matters most, each result written
-# under $OUT as it comes: the honest red-team control and every red-team file (gemm, smoke case 0) while the
-# best versions build; the FP4 _scaled_mm template's one line; then each best version's benchmark under
-# arena and contest timing, back to back on one machine (fidelity), and every v0's tests.
+# One device call: the evaluator's GPU path end to end, each result written under $OUT as it comes. STEPS picks
+# what runs, in this order (default: all):
+#   redteam  the red-team and sandbox tests as CI runs them, four at a time while the best versions build, then
+#            alone (their verdicts rest on the witness) the forged-report attacks and the honest control
+#   template the FP4 _scaled_mm template's one line
+#   best     each best version's benchmark under arena and contest timing, back to back (fidelity)
+#   v0       every v0's tests
 # Usage on the device (with landlockpy's wheel carried in .whl/):
-#   NVFP4_ARENA_COMMIT=<hash> [REDTEAM="side_stream ..."] [V0=1] bash scripts/device_evaluator.sh [task:version ...]
-# Files in $OUT: env.txt, log.txt, runs.jsonl (one line per run: label, seconds, exit code, run.py's JSON),
-# build.log, results/<task>.jsonl (the records).
+#   NVFP4_ARENA_COMMIT=<hash> [STEPS="redteam best v0"] bash scripts/device_evaluator.sh [task:version ...]
+# Files in $OUT: env.txt, log.txt, runs.jsonl (one line per run: label, wall seconds, exit code, run.py's JSON),
+# redteam.log and redteam.xml (pytest), build.log, share.md (scripts/wall_share.py over runs.jsonl),
+# results/<task>.jsonl (the records).
 set -u
 export PYTHONUNBUFFERED=1 NVFP4_ARENA_RESULTS="$OUT/results"
 mkdir -p "$OUT/results"
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 BEST=("${@:-gemm:v27 group_gemm:v34 gemv:v12 dual_gemm:v23}")
 read -r -a BEST <<< "${BEST[*]}"
+STEPS=" ${STEPS:-redteam template best v0} "
 
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
   python3 -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
-  echo "commit ${NVFP4_ARENA_COMMIT:-unknown}"; } > "$OUT/env.txt" 2>&1
+  echo "commit ${NVFP4_ARENA_COMMIT:-unknown}"; } >> "$OUT/env.txt" 2>&1
 
 one() {  # one() LABEL SECONDS run.py-arguments...: appends {label, seconds, rc, out} to runs.jsonl
   local label=$1 limit=$2; shift 2
@@ -24,7 +29,7 @@ one() {  # one() LABEL SECONDS run.py-arguments...: appends {label, seconds, rc,
   started=$(date +%s.%N)
   timeout "$limit" python3 run.py "$@" --json > /tmp/one.json 2>> "$OUT/log.txt"
   rc=$?
-  python3 - "$label" "$started" "$rc" <<'EOF' >> "$OUT/runs.jsonl"
+  python3 - "$label" "$started" "$rc" <<'PY' >> "$OUT/runs.jsonl"
 import json, sys, time
 label, started, rc = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 try:
@@ -32,30 +37,38 @@ try:
 except ValueError:
     out = None
 print(json.dumps({"label": label, "seconds": round(time.time() - started, 1), "rc": rc, "out": out}))
-EOF
+PY
   echo "$(date +%T) $label rc=$rc" >> "$OUT/log.txt"
 }
+has() { [[ "$STEPS" == *" $1 "* ]]; }
 
-python3 scripts/prebuild.py "${BEST[@]}" > "$OUT/build.log" 2>&1 &
+python3 scripts/prebuild.py "${BEST[@]}" >> "$OUT/build.log" 2>&1 &
 BUILD=$!
 
-[ -n "${TEMPLATE-1}" ] && one "template_scaled_mm test" 90 tests/submissions/template_scaled_mm.py --mode test --case 0 --no-record
-REDTEAM=${REDTEAM-_honest side_stream persisting_l2 timer_patch worker_thread superbatch lazy_subclass return_input \
-  reference_call wrong_shape wrong_dtype evaluator_patch fake_result mutate_inputs cache_by_id}
-for name in $REDTEAM; do
-  file=tests/redteam/$name.py
-  [ "$name" = _honest ] && { cp tests/redteam/_honest.py /tmp/honest_gemm.py
-    printf '\n\ncustom_kernel = honest\n' >> /tmp/honest_gemm.py; file=/tmp/honest_gemm.py; }
-  one "redteam $name" 90 --task gemm --submission "$file" --mode benchmark --shapes smoke --case 0
-done
+if has redteam; then
+  ALONE="forge_report or intermittent_forge"
+  python3 -m pytest -q -n 4 -m slow tests/test_redteam.py tests/test_sandbox.py -k "not ($ALONE) and not honest_v0" \
+    --junitxml="$OUT/redteam.xml" >> "$OUT/redteam.log" 2>&1
+  echo "$(date +%T) redteam in parallel rc=$?" >> "$OUT/log.txt"
+  wait $BUILD
+  python3 -m pytest -q -m slow tests/test_redteam.py -k "$ALONE" >> "$OUT/redteam.log" 2>&1
+  echo "$(date +%T) redteam alone rc=$?" >> "$OUT/log.txt"
+  cp tests/redteam/_honest.py /tmp/honest_gemm.py && printf '\n\ncustom_kernel = honest\n' >> /tmp/honest_gemm.py
+  one "redteam _honest" 150 --task gemm --submission /tmp/honest_gemm.py --mode benchmark --shapes smoke --case 0
+fi
 wait $BUILD
 echo "$(date +%T) build rc=$?" >> "$OUT/log.txt"
-
-for spec in "${BEST[@]}"; do
-  task=${spec%%:*} version=${spec#*:}
-  one "$task $version benchmark arena" 150 --task "$task" --submission "$version" --mode benchmark
-  one "$task $version benchmark contest" 150 --task "$task" --submission "$version" --mode benchmark --timing contest
-done
-[ "${V0:-1}" = 1 ] && for task in gemv gemm dual_gemm group_gemm; do
-  one "$task v0 test" 120 --task "$task" --submission v0 --mode test
-done
+has template && one "template_scaled_mm test" 90 tests/submissions/template_scaled_mm.py --mode test --case 0 --no-record
+if has best; then
+  for spec in "${BEST[@]}"; do
+    task=${spec%%:*} version=${spec#*:}
+    one "$task $version benchmark arena" 150 --task "$task" --submission "$version" --mode benchmark
+    one "$task $version benchmark contest" 150 --task "$task" --submission "$version" --mode benchmark --timing contest
+  done
+fi
+if has v0; then
+  for task in gemv gemm dual_gemm group_gemm; do
+    one "$task v0 test" 120 --task "$task" --submission v0 --mode test
+  done
+fi
+[ -s "$OUT/runs.jsonl" ] && python3 scripts/wall_share.py "$OUT/runs.jsonl" --markdown > "$OUT/share.md" 2>&1

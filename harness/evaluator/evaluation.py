@@ -10,7 +10,8 @@ The worker only calls the kernel and reports; every verdict is made here.
 import gc
 import math
 import time
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 import torch
 
@@ -86,6 +87,26 @@ class Sample:
     hold_released_early: bool
 
 
+@dataclass
+class Phases:
+    """Where the evaluator's time went, in ns per phase: `sample` is the timed protocol the contest's loop also runs
+    (inputs written, L2 flushed, the worker's calls, outputs copied back) and `calls` the untimed correctness calls;
+    the rest is what the defences add: `draw` and `reference` (fresh inputs and their reference for every timed
+    call), `check` (every output, every input, stray processes, the witness), and the worker's confined start
+    (`start`, `calibrate`, `load`). A recorded job's phases include the worker's start-up if it was the worker's
+    first, and any unrecorded warm-up before it."""
+
+    ns: dict = field(default_factory=dict)
+
+    @contextmanager
+    def __call__(self, name: str):
+        started = time.perf_counter_ns()
+        try:
+            yield
+        finally:
+            self.ns[name] = self.ns.get(name, 0) + time.perf_counter_ns() - started
+
+
 class L2Flush:
     """The evaluator's L2 flush: persisting lines reset, then a write of 4x the L2 size."""
 
@@ -117,12 +138,16 @@ class Evaluation:
         if not self.gpu:
             torch.set_num_threads(1)  # idle OpenMP threads spin for a while: they would share the worker's cores
         self.slots = []
-        self.worker = WorkerProcess(task, path, timeout_s, confined)
+        self.unreported = Phases()  # reported by the first recorded job this worker serves
+        with self.unreported("start"):
+            self.worker = WorkerProcess(task, path, timeout_s, confined)
         self.sandbox = self.worker.sandbox
         try:
-            self.witness_calibration = self.calibrate()
-            self.worker.send("load")
-            self.worker.expect(("loaded",), time.monotonic() + timeout_s + 60)
+            with self.unreported("calibrate"):
+                self.witness_calibration = self.calibrate()
+            with self.unreported("load"):
+                self.worker.send("load")
+                self.worker.expect(("loaded",), time.monotonic() + timeout_s + 60)
         except BaseException:
             self.close()
             raise
@@ -147,8 +172,14 @@ class Evaluation:
     def deadline(self) -> float:
         return self.job_deadline
 
-    def start_job(self):
+    def start_job(self, job) -> Phases:
+        """The job's deadline set; the phases it adds to. A recorded job reports what no record has yet: the
+        worker's start-up if this is its first, and any unrecorded warm-up before it."""
         self.job_deadline = time.monotonic() + self.timeout_s
+        phases = self.unreported
+        if job.record:
+            self.unreported = Phases()
+        return phases
 
     # -- the timed protocol ------------------------------------------------------------------------------------
     def sample(self, calls: list, writes: list, method: str, null: bool = False) -> Sample:
@@ -214,7 +245,7 @@ class Evaluation:
         where = "cuda" if self.gpu else "cpu"
         small, large = CALIBRATION_BYTES[where]
         points = []
-        self.start_job()
+        self.job_deadline = time.monotonic() + self.timeout_s
         for nbytes, count in ((small, 1), (large, 1), (64, CALIBRATION_SLOTS)):
             def shaped(fill):  # an operand, a second one, an output: as a task's input tuple ends in c
                 return fill(nbytes), fill(64), torch.zeros(64, 64, dtype=torch.float16, device=where)
@@ -268,16 +299,23 @@ class Evaluation:
         return "" if same_bits(pairs) else "the submission modified its input tensors (other than the output c)"
 
     def test(self, job) -> Result:
-        self.start_job()
-        data = self.generate(job, job.seeds[0])
-        self.prepare(data, 1)
-        self.slots[0].write(data)
-        call = self.call([0])[0]
-        failed = self.check_calls([data], [self.task.ref_kernel(data)], [call], [0])
-        return failed or Result("pass", first_call_ns=call["host_ns"])
+        started = time.perf_counter_ns()
+        phases = self.start_job(job)
+        with phases("draw"):
+            data = self.generate(job, job.seeds[0])
+        with phases("reference"):
+            expected = self.task.ref_kernel(data)
+        with phases("calls"):
+            self.prepare(data, 1)
+            self.slots[0].write(data)
+            call = self.call([0])[0]
+        with phases("check"):
+            failed = self.check_calls([data], [expected], [call], [0])
+        return failed or Result("pass", first_call_ns=call["host_ns"], phases_ns=phases.ns,
+                                job_ns=time.perf_counter_ns() - started)
 
     def profile(self, job) -> Result:
-        self.start_job()
+        self.start_job(job)
         data = self.generate(job, job.seeds[0])
         self.prepare(data, 1)
         self.slots[0].write(data)
@@ -285,36 +323,48 @@ class Evaluation:
         return Result("pass", report=str(self.worker.expect(("profiled",), self.deadline()).get("report", "")))
 
     def benchmark(self, job) -> Result:
-        self.start_job()
+        phases = self.start_job(job)
         started = time.perf_counter_ns()
         n = len(job.seeds)
-        privates = [self.generate(job, s) for s in job.seeds]
-        self.prepare(privates[0], n)
         ids = list(range(n))
-        for slot, private in zip(self.slots, privates):
-            slot.write(private)
-        calls = self.call(ids)
+        with phases("draw"):
+            privates = [self.generate(job, s) for s in job.seeds]
+            general = self.generate(job, job.seeds[0], values="general")
+        with phases("reference"):
+            expected = [self.task.ref_kernel(p) for p in privates]
+            expected_general = self.task.ref_kernel(general)
+        with phases("calls"):
+            self.prepare(privates[0], n)
+            for slot, private in zip(self.slots, privates):
+                slot.write(private)
+            calls = self.call(ids)
         first_ns = calls[0]["host_ns"]
-        failed = self.check_calls(privates, [self.task.ref_kernel(p) for p in privates], calls, ids)
+        with phases("check"):
+            failed = self.check_calls(privates, expected, calls, ids)
         if failed:
             failed.first_call_ns = first_ns
             return failed
-        general = self.generate(job, job.seeds[0], values="general")
-        self.slots[0].write(general)
-        failed = self.check_calls([general], [self.task.ref_kernel(general)], self.call([0]), [0])
+        with phases("calls"):
+            self.slots[0].write(general)
+            calls = self.call([0])
+        with phases("check"):
+            failed = self.check_calls([general], [expected_general], calls, [0])
         if failed:
             failed.message = f"general-value input: {failed.message}"
             return failed
         witness = Witness(self.witness_calibration, "cuda" if self.gpu else "cpu")
-        durations, host_ns, pending, early, spent = [], [], [], 0, 0.0
+        durations, host_ns, pending, early = [], [], [], 0
         rule = job.stop
         sample_number = 0
         while True:
             sample_number += 1
-            privates = [self.generate(job, self.seeds.seed(job.label, job.index, job.values, sample_number, i))
-                        for i in range(n)]
-            expected = [self.task.ref_kernel(p) for p in privates]
-            result = self.sample(ids, list(zip(self.slots, privates)), job.timing)
+            with phases("draw"):
+                privates = [self.generate(job, self.seeds.seed(job.label, job.index, job.values, sample_number, i))
+                            for i in range(n)]
+            with phases("reference"):
+                expected = [self.task.ref_kernel(p) for p in privates]
+            with phases("sample"):
+                result = self.sample(ids, list(zip(self.slots, privates)), job.timing)
             checked = time.perf_counter_ns()
             report = result.report
             region = number(report, "region_ns")
@@ -341,7 +391,7 @@ class Evaluation:
             host_ns.append(number(report, "host_ns") / n)
             pending.append(number(report, "pending_ns"))
             early += result.hold_released_early or report.get("hold_timed_out") is True
-            spent += time.perf_counter_ns() - checked
+            phases.ns["check"] += time.perf_counter_ns() - checked
             if rule.done(durations, time.perf_counter_ns() - started):
                 break
         contradiction = witness.judge_all()
@@ -350,7 +400,7 @@ class Evaluation:
         return Result("pass", first_call_ns=first_ns, stats=calculate(durations).as_dict(), samples_ns=durations,
                       host_ns=host_ns, hold_timeouts=early,
                       hold_timeout_ns=self.worker.clear_ns if job.timing == "arena" and self.gpu else None,
-                      pending_max_ns=max(pending) if self.gpu else None, guard_ns=spent,
+                      pending_max_ns=max(pending) if self.gpu else None, phases_ns=phases.ns,
                       job_ns=time.perf_counter_ns() - started, witness=witness.summary())
 
     def _processes(self) -> str:

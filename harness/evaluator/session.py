@@ -108,7 +108,7 @@ def make_record(sub: Submission, mode: str, job: Job, result: Result, device: di
         sol_ns=sol.sol_ns(sub.task, flops, nbytes, peak) if peak else None, sol_gpu=peak.name if peak else None,
         measured_sol_ns=sol.measured_sol_ns(sub.task, flops, nbytes, calibration),
         sol_b200_ns=job.sol_b200_us * 1e3 if job.sol_b200_us else None, gpu=device, git=results.git_state(),
-        guard_ns=result.guard_ns, job_ns=result.job_ns, sandbox=sandbox, startup_hooks=hooks or [],
+        phases_ns=result.phases_ns, job_ns=result.job_ns, sandbox=sandbox, startup_hooks=hooks or [],
         witness=result.witness, profile=result.report)
     if stats and record.sol_ns and stats["mean"] < IMPOSSIBLE_FRACTION * record.sol_ns:
         record.status = "impossible"
