@@ -42,15 +42,15 @@ def as_output(buffers: list, grouped: bool):
 
 
 def same_bits(pairs: list) -> bool:
-    """True when every (a, b) tensor pair holds identical bytes; one host sync in all."""
+    """True when every (a, b) tensor pair holds identical bytes; one host sync per device the tensors live on."""
     ints = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
-    flags = []
+    flags = {}
     for a, b in pairs:
         if a.shape != b.shape:
             return False
         kind = ints[a.element_size()]
-        flags.append(torch.ne(a.view(kind), b.to(a.device).view(kind)).any().reshape(1))
-    return not bool(torch.cat(flags).any().item()) if flags else True
+        flags.setdefault(a.device, []).append(torch.ne(a.view(kind), b.to(a.device).view(kind)).any().reshape(1))
+    return not any(bool(torch.cat(found).any().item()) for found in flags.values())
 
 
 def malformed(what: str) -> Verdict:

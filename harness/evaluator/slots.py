@@ -1,9 +1,9 @@
 """Memory shared with the worker: one slot per call of a sample, each its own allocation.
 
 A slot holds one input tuple's tensors (the output buffer c included), laid out at page-aligned offsets of
-one buffer per device: a memfd the worker maps (CPU tensors) and, on a GPU, one CUDA allocation from a memory
-pool of its own (torch.cuda.MemPool), shared through CUDA IPC. The worker maps whole allocations, so nothing
-else lives in them: the evaluator's own copies, references and keys stay in its private memory, and the check
+one buffer per device: a memfd the worker maps (CPU tensors) and, on a GPU, one zeroed CUDA allocation from a
+memory pool of its own (torch.cuda.MemPool), sized to fill its allocator segment, shared through CUDA IPC. The
+worker maps whole segments, so nothing else lives in them: the evaluator's own copies, references and keys stay in its private memory, and the check
 `isolated()` confirms that each CUDA segment it shares holds that slot's buffer alone.
 
 The layout travels to the worker as JSON (`Layout.to_wire()`): the input tuple's structure with each tensor replaced
@@ -20,6 +20,14 @@ import torch
 from ..layout import flatten, span_bytes, dtype_name, unflatten, view
 
 ALIGN = 4096
+SEGMENT_ALIGN = 2 << 20  # torch's caching allocator rounds a large request to this
+OWN_SEGMENT_BYTES = 12 << 20  # from here up a request gets a cudaMalloc of its own size: smaller ones share a
+# segment of 2 MiB (up to 1 MiB) or 20 MiB (up to 10 MiB) with free space the worker could read through IPC
+
+
+def segment_bytes(nbytes: int) -> int:
+    """The size of a CUDA buffer that fills its allocator segment exactly: at least OWN_SEGMENT_BYTES."""
+    return max(-(-nbytes // SEGMENT_ALIGN) * SEGMENT_ALIGN, OWN_SEGMENT_BYTES)
 
 
 @dataclass
@@ -59,8 +67,9 @@ class Slot:
             self.buffers["cpu"] = torch.frombuffer(self._map, dtype=torch.uint8)
         if layout.sizes["cuda"]:
             self.pool = torch.cuda.MemPool()
-            with torch.cuda.use_mem_pool(self.pool):
-                self.buffers["cuda"] = torch.empty(layout.sizes["cuda"], dtype=torch.uint8, device="cuda")
+            with torch.cuda.use_mem_pool(self.pool):  # zeroed: a fresh allocation may hold the evaluator's old data
+                self.buffers["cuda"] = torch.zeros(segment_bytes(layout.sizes["cuda"]), dtype=torch.uint8,
+                                                   device="cuda")
         self.tensors = [view(self.buffers[s["device"]], s) for s in layout.tensors]
         self.data = unflatten(layout.structure, self.tensors)
         self.order = sorted(range(len(self.tensors)), key=lambda i: -layout.tensors[i]["bytes"])
@@ -86,7 +95,7 @@ class Slot:
         for segment in torch.cuda.memory_snapshot():
             if segment["address"] <= ptr < segment["address"] + segment["total_size"]:
                 live = [b for b in segment["blocks"] if b["state"] == "active_allocated"]
-                return len(live) == 1 and segment["total_size"] <= -(-buf.numel() // (2 << 20)) * (2 << 20)
+                return len(live) == 1 and segment["total_size"] == buf.numel()
         return False
 
     def write(self, private) -> None:

@@ -4,8 +4,8 @@ The witness (harness/evaluator/witness.py, Witness.judge / judge_all) turns flag
 when IN_A_ROW=3 are flagged *in a row*, or when the *median* excess over all samples exceeds the margin. A sample
 whose excess is enormous but is followed by an honest one resets the counter, and fewer than half the samples
 cannot move the median. So: compute honestly every time, but on samples 4, 6, 8, ... (never two in a row, always
-fewer than half of any prefix of samples) report 1/20 of the real region. The HostDevice class (harness/device.py)
-is not covered by the worker's SelfCheck, so patching its elapsed_ns leaves no finding.
+fewer than half of any prefix of samples) report 1/20 of the real region. The device classes (harness/device.py: HostDevice on a CPU, GpuDevice on a GPU)
+are not covered by the worker's SelfCheck, so patching their elapsed_ns leaves no finding.
 
 Each sample's real and reported region are printed to stderr, which the evaluator forwards."""
 import sys
@@ -14,11 +14,15 @@ import harness.device as _device
 from _honest import honest
 
 _state = {"sample": 0}
-_real_elapsed = _device.HostDevice.elapsed_ns
 
 
-def _forged(self):
-    real = _real_elapsed(self)
+def _forging(real_elapsed):
+    def forged(self):
+        return _report(real_elapsed(self))
+    return forged
+
+
+def _report(real):
     _state["sample"] += 1
     k = _state["sample"]
     cheat = k >= 4 and k % 2 == 0
@@ -28,7 +32,8 @@ def _forged(self):
     return reported
 
 
-_device.HostDevice.elapsed_ns = _forged
+for _cls in (_device.HostDevice, _device.GpuDevice):
+    _cls.elapsed_ns = _forging(_cls.elapsed_ns)
 
 
 def custom_kernel(data):

@@ -1,0 +1,43 @@
+"""Memory shared with the worker: each slot's CUDA buffer fills its own allocator segment (nothing else, no
+free space, zeroed), and the input check compares tensors wherever they live (group GEMM keeps scales on
+the CPU)."""
+import pytest
+import torch
+
+from harness.evaluator.evaluation import same_bits
+from harness.evaluator.slots import OWN_SEGMENT_BYTES, SEGMENT_ALIGN, Layout, Slot, segment_bytes
+
+needs_gpu = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.mark.parametrize("nbytes", [1, 4096, 1 << 20, (1 << 20) + 1, 5 << 20, 10 << 20, (12 << 20) + 1, 100 << 20])
+def test_a_cuda_buffer_is_sized_to_get_a_segment_of_its_own(nbytes):
+    size = segment_bytes(nbytes)
+    assert size >= max(nbytes, OWN_SEGMENT_BYTES) and size % SEGMENT_ALIGN == 0 and size - nbytes < OWN_SEGMENT_BYTES
+
+
+def test_same_bits_finds_one_changed_byte():
+    a = torch.arange(64, dtype=torch.uint8)
+    b = a.clone()
+    assert same_bits([(a, b)])
+    b[17] ^= 1
+    assert not same_bits([(a, a.clone()), (a, b)])
+
+
+@needs_gpu
+@pytest.mark.parametrize("nbytes", [512, 300 << 10, 3 << 20, 9 << 20, 30 << 20])
+def test_every_slot_owns_its_segment_whatever_its_size(nbytes):
+    template = (torch.zeros(nbytes, dtype=torch.uint8, device="cuda"), torch.zeros(8, dtype=torch.float8_e4m3fn),
+                torch.zeros(4, 4, dtype=torch.float16, device="cuda"))
+    slots = [Slot(Layout.of(template)) for _ in range(3)]
+    assert all(s.isolated() for s in slots)
+    assert all(int(s.buffers["cuda"].count_nonzero()) == 0 for s in slots)
+
+
+@needs_gpu
+def test_same_bits_compares_cpu_and_cuda_tensors_in_one_call():
+    cpu, gpu = torch.arange(32, dtype=torch.uint8), torch.arange(32, dtype=torch.uint8, device="cuda")
+    assert same_bits([(cpu, cpu.clone()), (gpu, gpu.clone())])
+    changed = gpu.clone()
+    changed[3] = 0
+    assert not same_bits([(cpu, cpu.clone()), (gpu, changed)])
