@@ -9,8 +9,8 @@
 # Usage on the device (with landlockpy's wheel carried in .whl/):
 #   NVFP4_ARENA_COMMIT=<hash> [STEPS="redteam best v0"] bash scripts/device_evaluator.sh [task:version ...]
 # Files in $OUT: env.txt, log.txt, runs.jsonl (one line per run: label, wall seconds, exit code, run.py's JSON),
-# redteam.log and redteam.xml (pytest), build.log, share.md (scripts/wall_share.py over runs.jsonl),
-# results/<task>.jsonl (the records).
+# redteam.log (pytest), build.log, share.md (scripts/wall_share.py over runs.jsonl), results.tgz (the records,
+# results/<task>.jsonl, for `run.py merge`; runs.jsonl holds them too, as they come).
 set -u
 export PYTHONUNBUFFERED=1 NVFP4_ARENA_RESULTS="$OUT/results"
 mkdir -p "$OUT/results"
@@ -48,7 +48,7 @@ BUILD=$!
 if has redteam; then
   ALONE="forge_report or intermittent_forge"
   python3 -m pytest -q -n 4 -m slow tests/test_redteam.py tests/test_sandbox.py -k "not ($ALONE) and not honest_v0" \
-    --junitxml="$OUT/redteam.xml" >> "$OUT/redteam.log" 2>&1
+    >> "$OUT/redteam.log" 2>&1
   echo "$(date +%T) redteam in parallel rc=$?" >> "$OUT/log.txt"
   wait $BUILD
   python3 -m pytest -q -m slow tests/test_redteam.py -k "$ALONE" >> "$OUT/redteam.log" 2>&1
@@ -72,3 +72,4 @@ if has v0; then
   done
 fi
 [ -s "$OUT/runs.jsonl" ] && python3 scripts/wall_share.py "$OUT/runs.jsonl" --markdown > "$OUT/share.md" 2>&1
+tar czf "$OUT/results.tgz" -C "$OUT" results && rm -r "$OUT/results"
