@@ -14,10 +14,11 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from harness import device, report, results
+from harness import device, results
 from harness.evaluator import session
 from harness.rules import TIMINGS
 from harness.submission import SubmissionError, resolve, task_from_leaderboard
+from harness.views import report
 from reference import TASKS
 from reference.cases import leaderboards, task_config
 
@@ -90,7 +91,7 @@ def show_protection(summary, console):
 
 def run_ncu(sub, mode, shapes, timeout, only, console) -> int:
     """Profile mode under Nsight Compute; reports are also saved under results/profiles/."""
-    from harness.ncu import find_ncu, profile_case
+    from harness.tools.ncu import find_ncu, profile_case
     from reference.cases import cases
     if mode not in (None, "profile"):
         fail("--ncu goes with --mode profile.")
@@ -275,7 +276,7 @@ def calibrate():
     """Measure this GPU's fp16 matmul rate, copy bandwidth and the cost of the evaluator's L2 flush."""
     if not device.has_gpu():
         fail("calibrate measures a GPU and there is none here.", code=1)
-    from harness.calibrate import calibrate as measure
+    from harness.tools.calibrate import calibrate as measure
     path = results.results_dir() / "calibration.json"
     with err_console.status("measuring fp16 matmul, copy bandwidth and the L2 flush"):
         entry = measure(path)
@@ -313,7 +314,7 @@ def emit_json(data) -> None:
 
 def answer(make, *args):
     """The view's result, or its error message (which says what is stored) with exit code 1."""
-    from harness.lineage import ViewError
+    from harness.views.lineage import ViewError
     try:
         return make(*args)
     except ViewError as exc:
@@ -326,7 +327,7 @@ def answer(make, *args):
 @click.option("--smoke", is_flag=True, help="Runs on the smoke shapes (CPU) instead of the contest's benchmarks.")
 def list_versions(task, gpu, timing, as_json, smoke):
     """The lineage ranked by the median over each version's runs: runs, spread, geomean, ×SOL, ×parent."""
-    from harness.lineage import lineage_table, plural
+    from harness.views.lineage import lineage_table, plural
     view = answer(lineage_table, task, gpu, timing, "smoke" if smoke else "benchmarks")
     if as_json:
         return emit_json(view.as_json())
@@ -350,7 +351,7 @@ def list_versions(task, gpu, timing, as_json, smoke):
 @click.argument("names", nargs=-1)
 def diff(task, all_versions, gpu, timing, as_json, smoke, measure, rounds, shapes, names):
     """Per shape, from stored runs: mean and median µs (median over runs), ×parent, ×v0, ×SOL, host µs."""
-    from harness.lineage import lineage_table, per_shape_table, plural
+    from harness.views.lineage import lineage_table, per_shape_table, plural
     kind = "smoke" if smoke else "benchmarks"
     if all_versions:
         table = answer(lineage_table, task, gpu, timing, kind).table
@@ -385,7 +386,7 @@ def diff_measured(task, names, shapes, rounds, as_json=False, timing="arena") ->
     """diff --measure: interleaved rounds, then each version against the first, per shape and geomean."""
     import pandas as pd
 
-    from harness.compare import geomean_ratio_ci, ratio_ci, verdict
+    from harness.views.compare import geomean_ratio_ci, ratio_ci, verdict
     if len(names) < 2:
         fail("--measure compares at least two versions.")
     try:
@@ -424,8 +425,8 @@ def pick_shapes(shapes: str) -> str:
 def choose_best(task, shapes, timing, candidates, rounds, console):
     """The stored ranking on this device nominates up to `candidates` lineage versions; they are
     measured again, interleaved (a worker each), and the winner is decided by paired intervals."""
-    from harness.best import decide
-    from harness.lineage import ranked, scoped, versions
+    from harness.views.best import decide
+    from harness.views.lineage import ranked, scoped, versions
     gpu = device.name()
     scope, df = answer(scoped, task, gpu, timing, "benchmarks" if shapes == "contest" else "smoke")
     lineage = {v.name for v in versions(task)}
@@ -468,7 +469,7 @@ def choose_best(task, shapes, timing, candidates, rounds, console):
 @click.option("--json", "as_json", is_flag=True, help="Print the entry (and the --best decision) as JSON on stdout.")
 def submit(file, task, submission, best, candidates, rounds, timing, shapes, remote, secret_seed, as_json):
     """Leaderboard mode on one file; on success, a local leaderboard entry and a contest-ready file."""
-    from harness import standings
+    from harness.views import standings
     if file and submission:
         fail("give the submission once: as the argument or as --submission.")
     submission = submission or file
@@ -518,7 +519,7 @@ def submit(file, task, submission, best, candidates, rounds, timing, shapes, rem
 def plot(task, gpu, timing, as_json, smoke, out_dir):
     """PNG charts (geomean and time per shape per version, and a roofline of the fastest version) in the
     git-ignored results/local/plots/; file names carry the task, GPU, timing method and shape set."""
-    from harness.plots import plot as make
+    from harness.views.plots import plot as make
     folder = out_dir or results.results_dir() / results.LOCAL / "plots"
     paths = answer(make, task, folder, gpu, timing, "smoke" if smoke else "benchmarks")
     if as_json:
@@ -532,7 +533,7 @@ def plot(task, gpu, timing, as_json, smoke, out_dir):
 @view_options
 def leaderboard_cmd(task, gpu, timing, as_json):
     """Local standings per task and GPU, ranked by geomean, with the best so far over time."""
-    from harness.standings import standings
+    from harness.views.standings import standings
     board = answer(standings, task, gpu, timing)
     if as_json:
         return emit_json(board.as_json())
@@ -547,7 +548,7 @@ def leaderboard_cmd(task, gpu, timing, as_json):
               help="Folder for the pages (default: the git-ignored results/local/report/).")
 def report_page(gpu, timing, as_json, out_dir):
     """One static HTML page per GPU: standings, each lineage's table and charts, per-shape ×SOL and host-bound flags."""
-    from harness.webpage import build
+    from harness.views.webpage import build
     pages = answer(build, out_dir or results.results_dir() / results.LOCAL / "report", gpu, timing)
     if as_json:
         return emit_json([{"gpu": p.gpu, "timing": p.timing, "path": str(p.path), "tasks": p.tasks} for p in pages])
@@ -565,7 +566,7 @@ def merge(source):
     import tempfile
     import zlib
 
-    from harness.lineage import plural
+    from harness.views.lineage import plural
     with tempfile.TemporaryDirectory() as tmp:
         folder = source
         if source.is_file():
@@ -606,7 +607,7 @@ def sweep(tasks, versions, mode, gpus, cpu_lanes, ray_address, shapes, timing, c
     appended by this process alone, lost jobs retried on another lane, a summary at the end."""
     import os
 
-    from harness import sweep as sw
+    from harness.sweep import lanes as sw
     chosen = TASKS if "all" in tasks else list(dict.fromkeys(tasks))
     try:
         jobs = sw.make_jobs((t, v) for t in chosen for v in sw.parse_versions(t, versions))
@@ -614,7 +615,7 @@ def sweep(tasks, versions, mode, gpus, cpu_lanes, ray_address, shapes, timing, c
         if ray_address:
             if gpus or cpu_lanes:
                 raise sw.SweepError("--ray places jobs on the cluster's GPUs: drop --gpus and --lanes.")
-            from harness.sweep_ray import ray_events
+            from harness.sweep.ray_backend import ray_events
             lanes, events = [], ray_events(jobs, ray_address, options)
         else:
             import torch

@@ -10,7 +10,7 @@ if [[ $version == *.py ]]; then file=$version; version=$(basename "$version" .py
   --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
   --section SchedulerStats --section WarpStateStats --section Occupancy --section LaunchStats \
   --metrics "regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio" \
-  python3 -m harness.ncu --task "$task" --submission "$file" --index "$index" \
+  python3 -m harness.tools.ncu --task "$task" --submission "$file" --index "$index" \
   > "$OUT/${task}_${version}_shape${index}.ncu.txt" 2>&1
 grep -E "Duration|DRAM Throughput|Compute \(SM\) Throughput|Executed Ipc Active|Issue Slots Busy|Achieved Occupancy|Registers Per|Eligible Warps|Active Warps Per|highest-utilized|Memory Throughput  |L2 Cache Throughput|L1/TEX Cache Throughput|L2 Hit Rate|Mem Busy|Max Bandwidth" \
   "$OUT/${task}_${version}_shape${index}.ncu.txt" | sed "s/^/$task $version #$index: /"

@@ -135,7 +135,7 @@ def test_git_state_prefers_the_commit_the_caller_names(monkeypatch):
 def test_tables_print_user_text_literally():
     from rich.console import Console
 
-    from harness import report
+    from harness.views import report
     from harness.evaluator.session import RunSummary
     sub = resolve("v0", "gemm", BOARDS)
     message = "ValueError: shape [m, k] mismatch: [bold]got[/bold] [1, 2]"
@@ -160,7 +160,7 @@ def test_predecoded_baseline_computes_the_task():
 def test_contest_timing_says_what_it_does_not_watch():
     from rich.console import Console
 
-    from harness import report
+    from harness.views import report
     from harness.evaluator.session import RunSummary
     sub = resolve("v0", "gemm", BOARDS)
     for timing, device, shown in (("contest", "NVIDIA H100 80GB HBM3", True), ("arena", "NVIDIA H100 80GB HBM3", False),
@@ -274,7 +274,7 @@ def test_gemv_floor_probes_keep_v11_loads_and_drop_its_decode(tmp_path):
 def test_cpu_times_are_said_to_rank_nothing():
     from rich.console import Console
 
-    from harness import report
+    from harness.views import report
     from harness.evaluator.session import RunSummary
     sub = resolve("v0", "gemm", BOARDS)
     for device, shown in (("cpu", True), ("NVIDIA H100 80GB HBM3", False)):

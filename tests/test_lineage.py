@@ -8,7 +8,7 @@ import pandas as pd
 
 from harness import results
 from harness.protocol import timing_of
-from harness.lineage import lineage_table, per_shape_table, versions
+from harness.views.lineage import lineage_table, per_shape_table, versions
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,7 +84,7 @@ def test_submit_best_then_leaderboard_on_cpu(results_dir):
 
 
 def test_leaderboard_ranks_and_tracks_best_so_far(results_dir):
-    from harness.standings import leaderboard_path, standings
+    from harness.views.standings import leaderboard_path, standings
     for version, geo, when in [("v0", 900.0, "2026-11-01"), ("v1", 300.0, "2026-11-02"), ("v2", 450.0, "2026-11-03")]:
         results.append(leaderboard_path(), {"task": "gemv", "gpu": "NVIDIA H200", "shapes": "contest", "version": version,
                                             "geomean_ns": geo * 1e3, "when": when, "sha256": "ab" * 32})
@@ -110,7 +110,7 @@ def test_plot_writes_pngs(results_dir):
 def test_paired_interval_shrinks_with_more_rounds():
     import random
 
-    from harness.compare import ratio_ci, verdict
+    from harness.views.compare import ratio_ci, verdict
     rng = random.Random(1)
     widths = []
     for n in (5, 50, 500):
@@ -162,7 +162,7 @@ def test_measure_interleaves_versions_each_in_a_worker_of_its_own(tmp_path):
 def test_every_lineage_file_names_an_earlier_parent_an_idea_and_a_measurement():
     """Each vN (N > 0) docstring: 'task vN — idea', a parent that exists and comes earlier, and H200 numbers."""
     from reference import TASKS
-    from harness.lineage import version_key
+    from harness.views.lineage import version_key
     from harness.submission import docstring
     for task in TASKS:
         found = {v.name: v for v in versions(task)}
@@ -214,7 +214,7 @@ def test_merge_keeps_cpu_records_out_of_the_tracked_history(results_dir, tmp_pat
 def test_long_lineages_are_labelled_by_name_only():
     from types import SimpleNamespace
 
-    from harness.plots import IDEA_LABELS_UP_TO, tick_labels
+    from harness.views.plots import IDEA_LABELS_UP_TO, tick_labels
     short = [SimpleNamespace(name=f"v{i}", idea=f"idea {i}") for i in range(3)]
     assert tick_labels(short)[0][2] == "v2\nidea 2"
     long = [SimpleNamespace(name=f"v{i}", idea=f"idea {i}") for i in range(IDEA_LABELS_UP_TO + 1)]

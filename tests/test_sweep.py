@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import sweep as sw
+from harness.sweep import lanes as sw
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBS = Path(__file__).resolve().parent / "submissions"
@@ -200,10 +200,10 @@ def test_cli_sweep_usage_errors_exit_2(results_dir, args, said):
 
 
 def test_ray_missing_is_a_clear_error(monkeypatch):
-    from harness import sweep_ray
+    from harness.sweep import ray_backend
     monkeypatch.setitem(sys.modules, "ray", None)
     with pytest.raises(sw.SweepError, match=r"pip install -e \.\[ray\]"):
-        sweep_ray.import_ray()
+        ray_backend.import_ray()
 
 
 @pytest.fixture(scope="module")
@@ -223,7 +223,7 @@ def test_ray_cli_refuses_a_cluster_without_gpus(results_dir):
 
 @pytest.mark.slow
 def test_ray_tasks_take_one_gpu_each_and_the_driver_records_once(local_ray, results_dir):
-    from harness.sweep_ray import ray_events
+    from harness.sweep.ray_backend import ray_events
     jobs = sw.make_jobs([("gemm", DIES), ("gemm", DIES), ("gemm", DIES), ("gemm", EXITS)])
     seen = []
     result = sw.drive(ray_events(jobs, "local", TEST_MODE), "cpu", seen.append)

@@ -16,7 +16,7 @@ from fixtures_views import H200, entry, run, store
 
 from harness import results
 from harness.protocol import timing_of
-from harness.lineage import ViewError, lineage_table, per_shape_table, versions
+from harness.views.lineage import ViewError, lineage_table, per_shape_table, versions
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -199,8 +199,8 @@ def disjoint(extents) -> bool:
 
 
 def test_lineage_chart_of_27_versions_is_readable(results_dir):
-    from harness.lineage import scoped
-    from harness.plots import DPI, lineage_figure
+    from harness.views.lineage import scoped
+    from harness.views.plots import DPI, lineage_figure
     names = [v.name for v in versions("group_gemm")]
     assert len(names) >= 27
     store(results_dir, [r for k, name in enumerate(names) for r in
@@ -222,8 +222,8 @@ def test_lineage_chart_of_27_versions_is_readable(results_dir):
 
 
 def test_roofline_labels_do_not_overlap_or_leave_the_figure(results_dir):
-    from harness.lineage import scoped
-    from harness.plots import roofline_figure
+    from harness.views.lineage import scoped
+    from harness.views.plots import roofline_figure
     store(results_dir, run("group_gemm", "v0", "a", [100, 100, 100, 100]))  # four points almost on top of each other
     scope, df = scoped("group_gemm")
     fig = roofline_figure(scope, df)
@@ -238,7 +238,7 @@ def test_roofline_labels_do_not_overlap_or_leave_the_figure(results_dir):
 
 
 def test_spread_labels_keeps_the_gap_and_the_bounds():
-    from harness.plots import spread_labels
+    from harness.views.plots import spread_labels
     placed = spread_labels([0.5, 0.5, 0.51, 0.99, 0.2], 0.1)
     ordered = sorted(placed)
     assert all(b - a >= 0.1 - 1e-12 for a, b in zip(ordered, ordered[1:]))
@@ -247,7 +247,7 @@ def test_spread_labels_keeps_the_gap_and_the_bounds():
 
 
 def test_paired_interval_cancels_drift_between_rounds():
-    from harness.compare import ratio_ci, verdict
+    from harness.views.compare import ratio_ci, verdict
     base, other = [100.0, 200.0, 300.0], [90.0, 181.0, 269.0]  # the machine drifted 3x over the rounds
     point, low, high = ratio_ci(base, other)
     assert 1.0 < low <= point <= high < 1.2 and verdict(point, low, high).endswith("faster")
@@ -261,7 +261,7 @@ def test_paired_interval_cancels_drift_between_rounds():
 def test_paired_interval_is_students_t_on_log_ratios():
     from scipy import stats
 
-    from harness.compare import geomean_ratio_ci
+    from harness.views.compare import geomean_ratio_ci
     base = [[100.0, 104.0, 98.0, 101.0], [50.0, 51.0, 49.0, 52.0]]
     other = [[90.0, 95.0, 91.0, 90.0], [50.0, 50.0, 50.0, 50.0]]
     logs = [(math.log(b0 / o0) + math.log(b1 / o1)) / 2 for b0, o0, b1, o1 in zip(base[0], other[0], base[1], other[1])]
@@ -271,12 +271,12 @@ def test_paired_interval_is_students_t_on_log_ratios():
 
 
 def test_compare_has_no_hand_typed_quantile_table():
-    source = (ROOT / "harness" / "compare.py").read_text()
+    source = (ROOT / "harness" / "views" / "compare.py").read_text()
     assert "scipy" in source and "12.71" not in source and "T975" not in source
 
 
 def test_best_is_decided_by_the_interval_and_a_tie_goes_to_the_oldest():
-    from harness.best import decide
+    from harness.views.best import decide
     clear = decide({"v18": {0: [60.0, 61.0, 59.0], 1: [30.0, 31.0, 29.0]},
                     "v25": {0: [50.0, 51.0, 49.5], 1: [25.0, 26.0, 24.0]}})
     assert clear.winner == clear.fastest == "v25" and clear.tied == ["v25"]

@@ -11,7 +11,7 @@ import os
 import re
 import socket
 
-from .sweep import MAX_ATTEMPTS, LANE_ENV, ROOT, Attempt, Finished, Options, Started, SweepError, SweepJob, run_attempt
+from .lanes import MAX_ATTEMPTS, LANE_ENV, ROOT, Attempt, Finished, Options, Started, SweepError, SweepJob, run_attempt
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

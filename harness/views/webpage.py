@@ -14,7 +14,8 @@ import pandas as pd
 
 from reference import TASKS
 
-from . import plots, results
+from .. import results
+from . import plots
 from .lineage import ViewError, benchmark_records, lineage_table, per_shape_table, pick_gpu, plural, scoped
 from .standings import standings
 

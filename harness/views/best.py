@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .compare import Interval, geomean_ratio_ci
-from .submission import version_key
-from .stats import geomean
+from ..submission import version_key
+from ..stats import geomean
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ with reference.py, task.py, utils.py) and a CUDA GPU: the contest generates on C
 there is the RNG call sequence comparable. For every test and benchmark case (and the first
 chained benchmark seed) it compares every tensor's dtype, shape, strides, device and bits.
 
-    python -m harness.contest_parity --contest-root path/to/problems/nvidia
+    python -m harness.tools.contest_parity --contest-root path/to/problems/nvidia
 """
 import importlib.util
 import subprocess
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import click
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 FOLDERS = {"gemv": "nvfp4_gemv", "gemm": "nvfp4_gemm", "dual_gemm": "nvfp4_dual_gemm", "group_gemm": "nvfp4_group_gemm"}
 
 
@@ -77,7 +77,7 @@ def main(contest_root, tasks, one):
         sys.exit(1 if check_task(one, contest_root) else 0)
     bad = 0
     for task in tasks or FOLDERS:
-        bad += subprocess.run([sys.executable, "-m", "harness.contest_parity", "--contest-root", str(contest_root),
+        bad += subprocess.run([sys.executable, "-m", "harness.tools.contest_parity", "--contest-root", str(contest_root),
                                "--one", task], cwd=ROOT).returncode != 0
     print("all tasks bit-identical to the contest" if not bad else f"{bad} task(s) differ")
     sys.exit(1 if bad else 0)

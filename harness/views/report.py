@@ -5,9 +5,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from .device import CPU_NAME
-from .rules import CPU_MAX_SAMPLES
-from .evaluator.session import RunSummary
+from ..device import CPU_NAME
+from ..rules import CPU_MAX_SAMPLES
+from ..evaluator.session import RunSummary
 
 
 def us(ns) -> str:
@@ -68,7 +68,7 @@ def benchmark_table(summary: RunSummary) -> Table:
     geo = summary.geomean_ns
     if geo:
         sols = [r["sol_ns"] for r in summary.records if r.get("sol_ns")]
-        from .stats import geomean
+        from ..stats import geomean
         geo_sol = geomean(sols) if len(sols) == len(summary.records) else None
         table.add_row("", "[bold]geomean[/]", "", f"[bold]{us(geo)}[/]", "", "", "", "", "", us(geo_sol),
                       f"{geo / geo_sol:.2f}" if geo_sol else "-", "", "", "")
@@ -106,7 +106,7 @@ def host_notes(summary: RunSummary, console: Console) -> None:
 
 def failures(summary: RunSummary, console: Console, show_traceback: bool = False) -> None:
     """Each distinct failure once, with the cases it hit; its traceback only with --traceback."""
-    from .protocol import brief
+    from ..protocol import brief
     seen = {}
     for r in summary.records:
         if r["status"] != "pass" and r["message"]:

@@ -8,9 +8,9 @@ import torch
 
 from reference.cases import task_names
 
-from .device import GpuDevice, describe
-from .results import now
-from .rules import task_rules
+from ..device import GpuDevice, describe
+from ..results import now
+from ..rules import task_rules
 
 
 def _median_ms(fn, repeats: int, warmup: int = 3) -> float:
@@ -42,7 +42,7 @@ def copy_tbps(nbytes: int = 2 << 30) -> float:
 
 def flush_us() -> float:
     """The evaluator's L2 flush before each sample (harness.evaluator.evaluation.L2Flush)."""
-    from .evaluator.evaluation import L2Flush
+    from ..evaluator.evaluation import L2Flush
     return _median_ms(L2Flush(), 50) * 1e3
 
 

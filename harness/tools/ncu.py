@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 RANGE = "custom_kernel"
 
 
@@ -28,7 +28,7 @@ def profile_case(ncu: str, task: str, submission: Path, kind: str, index: int, t
     """Run ncu over one case; returns (exit code, ncu's report text)."""
     cmd = [ncu, "--nvtx", "--nvtx-include", f"{RANGE}/", "--clock-control", "none", "--section", "SpeedOfLight",
            "--section", "LaunchStats", "--section", "Occupancy",
-           sys.executable, "-m", "harness.ncu", "--task", task, "--submission", str(submission),
+           sys.executable, "-m", "harness.tools.ncu", "--task", task, "--submission", str(submission),
            "--kind", kind, "--index", str(index)]
     try:
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout_s)

@@ -14,10 +14,10 @@ import pandas as pd
 
 from reference.cases import cases
 
-from .protocol import timing_of
-from .results import DEFAULT_TIMING, LOCAL, read_all, results_dir
-from .stats import geomean
-from .submission import SUBMISSIONS, docstring, version_key
+from ..protocol import timing_of
+from ..results import DEFAULT_TIMING, LOCAL, read_all, results_dir
+from ..stats import geomean
+from ..submission import SUBMISSIONS, docstring, version_key
 
 PARENT = re.compile(r"Parent:\s*(v\d+\w*|none)", re.IGNORECASE)
 CPU = "cpu"

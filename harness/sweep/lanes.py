@@ -6,7 +6,7 @@ its own, pinned to its lane's GPU with CUDA_VISIBLE_DEVICES; its records come ba
 whose process gave no verdict (killed, past its time limit, no JSON) or whose worker crashed is
 *lost*, not failed: it goes back on the queue for another lane, MAX_ATTEMPTS tries in all, and a
 lane that loses RETIRE_AFTER jobs in a row is retired (never the last one). The local lanes and
-the Ray backend (harness.sweep_ray) both yield the same events, which `drive` turns into records.
+the Ray backend (harness.sweep.ray_backend) both yield the same events, which `drive` turns into records.
 """
 import json
 import os
@@ -27,11 +27,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as RichProgress
 from rich.table import Table
 
-from . import results
-from .protocol import NEEDS_GPU, brief
-from .lineage import versions as lineage_versions
+from .. import results
+from ..protocol import NEEDS_GPU, brief
+from ..views.lineage import versions as lineage_versions
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 MAX_ATTEMPTS = 2
 RETIRE_AFTER = 2
 LANE_ENV = "NVFP4_ARENA_LANE"  # every job's process learns its lane's name from this variable

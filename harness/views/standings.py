@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import results
-from .protocol import timing_of
+from .. import results
+from ..protocol import timing_of
 from .lineage import ViewError
-from .submission import POPCORN, Submission
+from ..submission import POPCORN, Submission
 
 CONTEST_GPU = "B200"
 BOARD = "leaderboard.jsonl"

@@ -1,0 +1,1 @@
+"""Tools a developer runs by hand to measure or inspect (calibration, contest parity, Nsight Compute)."""

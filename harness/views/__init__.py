@@ -1,0 +1,1 @@
+"""Views: read stored result records and write tables, pages and charts; they never run a submission."""
