@@ -1,6 +1,6 @@
 """The baseline issue 17 names: what a user would run instead of a kernel of their own, the library's
 fp16 tensor-core path on operands decoded to fp16 ahead of time (the decode is not timed), timed by
-the arena's own sample loop (harness.timing.measure: 4x-L2 flush, hold, the contest's inputs per
+the arena's timing core (harness.device.GpuDevice: 4x-L2 flush, hold, the contest's inputs per
 sample and stopping rule).
 
     python scripts/predecoded_baseline.py [--task gemm ...] [--json OUT.json]
