@@ -42,7 +42,7 @@ PY
 }
 has() { [[ "$STEPS" == *" $1 "* ]]; }
 
-python3 scripts/prebuild.py "${BEST[@]}" >> "$OUT/build.log" 2>&1 &
+python3 -m harness.sweep.builds "${BEST[@]}" >> "$OUT/build.log" 2>&1 &
 BUILD=$!
 
 if has redteam; then

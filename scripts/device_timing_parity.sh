@@ -10,7 +10,7 @@ set -u
 . scripts/device_results.sh
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv
-  python3 scripts/prebuild.py "$@" 2>&1 | grep -v -i warn
+  python3 -m harness.sweep.builds "$@" 2>&1 | grep -v -i warn
   if [ "${GPU:-0}" = 1 ]; then python3 -m pytest -q tests/test_redteam.py -k gpu 2>&1 | tail -3; fi
   for spec in "$@"; do
     for timing in ${TIMINGS:-arena} $(case " ${PARITY:-} " in *" $spec "*) echo contest;; esac); do

@@ -58,8 +58,7 @@ def cache_variables(folder: Path) -> dict:
 
 
 def build_environment(paths: list) -> dict:
-    """The cache variables of the files' own build-cache folder (for scripts that build ahead of a run, such as
-    scripts/prebuild.py)."""
+    """The cache variables of the files' own build-cache folder: where their runs build and look for builds."""
     return cache_variables(build_cache(paths))
 
 
