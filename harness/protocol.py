@@ -1,7 +1,8 @@
 """What the evaluator's jobs produce and what goes into results/: jobs, results and records, as dataclasses.
 SCHEMA is written into every record; records without it are schema 1 (before the timing method was recorded),
 and their method reads as "legacy". Schema 3 records were judged by the evaluator process (witness and sandbox);
-schema 4 records say where the evaluator's time went (phases_ns)."""
+schema 4 records say where the evaluator's time went (phases_ns), schema 5 the GPU's state over the samples
+(telemetry)."""
 from dataclasses import asdict, dataclass, field
 
 from .rules import StopRule
@@ -15,7 +16,7 @@ def brief(message: str) -> str:
     return message.split(f"\n{TRACEBACK_MARK}\n")[0]
 
 
-SCHEMA = 4
+SCHEMA = 5
 LEGACY_TIMING = "legacy"
 
 
@@ -54,6 +55,7 @@ class Result:
     job_ns: float | None = None
     report: str | None = None
     witness: dict | None = None  # median excess of the evaluator's clock over the reported calls, and its margin
+    telemetry: dict | None = None  # the GPU's clocks, power, temperature and throttling over the samples
 
 
 @dataclass
@@ -98,6 +100,7 @@ class Record:
     sandbox: str = ""
     startup_hooks: list = field(default_factory=list)
     witness: dict | None = None
+    telemetry: dict | None = None
     profile: str | None = None
     schema: int = SCHEMA
 

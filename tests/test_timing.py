@@ -175,7 +175,7 @@ def test_records_say_which_timing_and_schema_produced_them(results_dir, timing):
     assert proc.returncode == 0, proc.stderr
     assert out[0]["timing"] == timing
     stored = [json.loads(line) for line in (results_dir / "gemv.jsonl").read_text().splitlines()]
-    assert [(r["timing"], r["schema"]) for r in stored] == [(timing, 4)]
+    assert [(r["timing"], r["schema"]) for r in stored] == [(timing, 5)]
     phases = stored[0]["phases_ns"]
     assert {"start", "calibrate", "load", "draw", "reference", "calls", "sample", "check"} <= set(phases)
     assert sum(phases.values()) > stored[0]["job_ns"]  # the worker's start-up and the warm-up came before the job

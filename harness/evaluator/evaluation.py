@@ -24,6 +24,7 @@ from ..stats import calculate
 from .seeds import SeedSource
 from .slots import Layout, Slot
 from .supervisor import Verdict, WorkerProcess
+from .telemetry import Telemetry
 from .witness import Calibration, Witness, run_delay_ns
 
 STALE_HINT = ("\n(every earlier output was right, so the kernel may be returning outputs remembered from earlier "
@@ -135,6 +136,7 @@ class Evaluation:
         self.seeds = SeedSource()
         self.gpu = torch.cuda.is_available()
         self.flush = L2Flush() if self.gpu else None
+        self.telemetry = Telemetry.open() if self.gpu else None
         if not self.gpu:
             torch.set_num_threads(1)  # idle OpenMP threads spin for a while: they would share the worker's cores
         self.slots = []
@@ -356,6 +358,8 @@ class Evaluation:
         durations, host_ns, pending, early = [], [], [], 0
         rule = job.stop
         sample_number = 0
+        if self.telemetry:
+            self.telemetry.restart()
         while True:
             sample_number += 1
             with phases("draw"):
@@ -363,9 +367,12 @@ class Evaluation:
                             for i in range(n)]
             with phases("reference"):
                 expected = [self.task.ref_kernel(p) for p in privates]
+            counters = self.telemetry.counters() if self.telemetry else None
             with phases("sample"):
                 result = self.sample(ids, list(zip(self.slots, privates)), job.timing)
             checked = time.perf_counter_ns()
+            if self.telemetry:
+                self.telemetry.read(counters)
             report = result.report
             region = number(report, "region_ns")
             findings = [p for p in texts(report, "problems", n) if p]
@@ -401,6 +408,7 @@ class Evaluation:
                       host_ns=host_ns, hold_timeouts=early,
                       hold_timeout_ns=self.worker.clear_ns if job.timing == "arena" and self.gpu else None,
                       pending_max_ns=max(pending) if self.gpu else None, phases_ns=phases.ns,
+                      telemetry=self.telemetry.summary() if self.telemetry else None,
                       job_ns=time.perf_counter_ns() - started, witness=witness.summary())
 
     def _processes(self) -> str:
