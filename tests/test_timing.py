@@ -120,6 +120,8 @@ def test_witness_fit_and_margin():
 def test_witness_flags_a_forged_time_three_samples_in_a_row_and_passes_an_honest_one():
     w = calibrated()
     assert all(w.judge(*honest_sample(w, 50_000.0)) == "" for _ in range(10)) and w.judge_all() == ""
+    summary = w.summary()
+    assert summary["witness_excess_median_ns"] <= summary["witness_excess_max_ns"] < summary["witness_margin_ns"]
     forged = calibrated()
     verdicts = [forged.judge(*honest_sample(forged, 2 * margin(forged))) for _ in range(IN_A_ROW)]
     assert verdicts[:-1] == [""] * (IN_A_ROW - 1) and "3 samples in a row" in verdicts[-1]

@@ -123,6 +123,9 @@ class Witness:
                 f"forged time")
 
     def summary(self) -> dict:
+        """The median and largest excess (how close honest samples come to the margin: the data to set it by),
+        the median margin, the calibrated remainder and its spread."""
         return {"witness_excess_median_ns": statistics.median(self.excess_ns) if self.excess_ns else None,
+                "witness_excess_max_ns": max(self.excess_ns) if self.excess_ns else None,
                 "witness_margin_ns": statistics.median(self.margins_ns) if self.margins_ns else self.floor_ns,
                 "witness_remainder_ns": self.remainder_ns, "witness_spread_ns": self.spread_ns}
