@@ -283,3 +283,21 @@ def test_cpu_times_are_said_to_rank_nothing():
                              records=[{"index": 0, "stats": {"mean": 1.0}}])
         report.host_notes(summary, console)
         assert ("not comparable across machines" in console.export_text()) == shown
+
+
+def test_the_worker_self_check_reports_a_changed_persisting_l2_limit():
+    """The limit belongs to the worker's CUDA context, which only the worker can read: its self-check compares it
+    with the limit before the submission was imported."""
+    from harness.worker.sample import SelfCheck
+
+    class Device:
+        limit = 0
+
+        def persisting_l2_limit(self):
+            return self.limit
+
+    device = Device()
+    check = SelfCheck([], device)
+    assert check.findings() == []
+    device.limit = 32 << 20
+    assert check.findings() == [f"the persisting-L2 cache limit changed (0 -> {32 << 20} bytes)"]

@@ -37,10 +37,8 @@ CPU_CASES = {  # every one now meets freshly drawn inputs the worker cannot pred
 }
 GPU_CASES = [
     pytest.param("side_stream", "fail", "after custom_kernel returned|escaped the timing events|mismatch"),
-    # A known gap (results/h100/evaluator_2026-11-25/NOTES.md): the evaluator reads the limit in its own CUDA
-    # context, which the worker's change does not reach; strict, so the fix shows as an unexpected pass.
-    pytest.param("persisting_l2", "fail", "persisting-L2 cache limit",
-                 marks=pytest.mark.xfail(strict=True, reason="the limit is per CUDA context")),
+    # the limit is per CUDA context: only the worker's self-check reads it (a speed bump)
+    pytest.param("persisting_l2", "tampered", "the persisting-L2 cache limit changed"),
 ]
 
 

@@ -115,17 +115,11 @@ class L2Flush:
         l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 64 << 20
         self.buffer = torch.empty(devices.FLUSH_L2_MULTIPLE * l2 // 4, dtype=torch.int32, device="cuda")
         self.cudart = devices._cudart()
-        self.baseline = devices.persisting_l2_limit(self.cudart)
 
     def __call__(self):
         if self.cudart is not None:
             self.cudart.cudaCtxResetPersistingL2Cache()
         self.buffer.zero_()
-
-    def limit_changed(self) -> str:
-        now = devices.persisting_l2_limit(self.cudart)
-        return "" if now == self.baseline else (
-            f"the persisting-L2 cache limit changed during the sample ({self.baseline} -> {now} bytes)")
 
 
 class Evaluation:
@@ -384,7 +378,7 @@ class Evaluation:
                 if not check.ok:
                     return Result("fail", f"sample {sample_number}: input {i}: {check.message}{STALE_HINT}",
                                   first_call_ns=first_ns)
-            for verdict in (self.inputs_unchanged(privates, ids), self._processes(), self._l2()):
+            for verdict in (self.inputs_unchanged(privates, ids), self._processes()):
                 if verdict:
                     return Result("fail", f"sample {sample_number}: {verdict}", first_call_ns=first_ns)
             self_check = texts(report, "self_check")
@@ -414,9 +408,6 @@ class Evaluation:
     def _processes(self) -> str:
         stray = self.worker.descendants()
         return f"the submission left {len(stray)} process(es) running after its calls (pid {stray[0]})" if stray else ""
-
-    def _l2(self) -> str:
-        return self.flush.limit_changed() if self.flush else ""
 
     def close(self):
         for slot in self.slots:

@@ -62,7 +62,7 @@ class Worker:
         from harness.submission import import_submission
         from harness.worker import sample
         self.kernel = import_submission(Path(self.path)).custom_kernel
-        self.check = sample.SelfCheck([sample, sys.modules[__name__], self.channel])
+        self.check = sample.SelfCheck([sample, sys.modules[__name__], self.channel], self.device)
 
     def map_slots(self, message):
         from harness.layout import open_slot

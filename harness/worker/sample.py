@@ -103,9 +103,13 @@ def timed_sample(kernel, batch: list, device, hold, method: str, send, wait_go) 
 class SelfCheck:
     """Defence in depth inside the worker (a speed bump: the submission shares this process and can undo any of
     it): after each sample, no torch function or dispatch mode left on, no trace or profile hook, no thread the
-    sample started, and the worker's own functions unreplaced. The evaluator's checks do not depend on it."""
+    sample started, the worker's own functions unreplaced, and its CUDA context's persisting-L2 limit as it was
+    before the submission was imported (lines kept persisting would survive the L2 flush; the limit is per
+    context, so only the worker can read it). The evaluator's checks do not depend on it."""
 
-    def __init__(self, modules: list):
+    def __init__(self, modules: list, device):
+        self.device = device
+        self.l2_limit = device.persisting_l2_limit()
         self.functions = {}
         for module in modules:
             for name, obj in vars(module).items():
@@ -129,4 +133,7 @@ class SelfCheck:
                     if getattr(module, attr, None) is not obj or obj.__code__ is not code]
         if replaced:
             found.append(f"worker functions replaced: {', '.join(sorted(replaced))}")
+        l2_limit = self.device.persisting_l2_limit()
+        if l2_limit != self.l2_limit:
+            found.append(f"the persisting-L2 cache limit changed ({self.l2_limit} -> {l2_limit} bytes)")
         return found
