@@ -266,7 +266,7 @@ def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_se
             out.print(f"[red]{m}: not every case passed.[/]" + (" Benchmark skipped." if m == "test" and not mode else ""))
             break
     if as_json:
-        click.echo(report.as_json(summaries, [vars(f) for f in findings]))
+        emit_json(report.as_json(summaries, [vars(f) for f in findings]))
     stored = not any(s.unstored for s in summaries)
     sys.exit(0 if all(s.passed for s in summaries) and len(summaries) == len(modes) and stored else 1)
 
@@ -308,8 +308,7 @@ def view_options(command):
 
 
 def emit_json(data) -> None:
-    import json
-    click.echo(json.dumps(data, indent=2, default=str))
+    click.echo(report.dumps(data))
 
 
 def answer(make, *args):
@@ -386,7 +385,8 @@ def diff_measured(task, names, shapes, rounds, as_json=False, timing="arena") ->
     """diff --measure: interleaved rounds, then each version against the first, per shape and geomean."""
     import pandas as pd
 
-    from harness.views.compare import geomean_ratio_ci, ratio_ci, verdict
+    from harness.views.compare import paired_comparison
+    from reference.cases import cases
     if len(names) < 2:
         fail("--measure compares at least two versions.")
     try:
@@ -396,22 +396,24 @@ def diff_measured(task, names, shapes, rounds, as_json=False, timing="arena") ->
     for i, s in enumerate(subs):  # the same file named twice is still two entries
         s.version = f"{s.version}#{i}" if [t.path for t in subs].count(s.path) > 1 else s.version
     pooled = measure_now(subs, shapes, rounds, timing, "measuring", "")
-    base = subs[0].version
-    rows = []
-    indices = sorted(pooled[base])
-    for sub in subs[1:]:
-        for i in indices:
-            point, low, high = ratio_ci(pooled[base][i], pooled[sub.version][i])
-            rows.append({"shape": i, "version": sub.version, f"{base} mean µs": sum(pooled[base][i]) / len(pooled[base][i]) / 1e3,
-                         "mean µs": sum(pooled[sub.version][i]) / len(pooled[sub.version][i]) / 1e3,
-                         f"×{base}": point, "95% low": low, "95% high": high, "verdict": verdict(point, low, high)})
-        point, low, high = geomean_ratio_ci([pooled[base][i] for i in indices], [pooled[sub.version][i] for i in indices])
-        rows.append({"shape": "geomean", "version": sub.version, f"×{base}": point, "95% low": low, "95% high": high,
-                     "verdict": verdict(point, low, high)})
+    labels = [case.label for case in cases(task, "benchmarks" if shapes == "contest" else "smoke")]
+    compared = paired_comparison(pooled, labels)
     gpu = device.name()
     if as_json:
-        emit_json({"task": task, "gpu": gpu, "shapes": shapes, "rounds": rounds, "rows": rows})
+        emit_json({"task": task, "gpu": gpu, "shapes": shapes, "rounds": rounds, **compared})
         return 0
+    base = compared["base"]
+
+    def ratio(v: dict) -> dict:
+        return {f"×{base}": v["speedup_vs_base"], "95% low": v["speedup_low"], "95% high": v["speedup_high"],
+                "verdict": v["verdict"]}
+    rows = []
+    for k in range(1, len(subs)):
+        for row in compared["rows"]:
+            v = row["versions"][k]
+            rows.append({"shape": row["index"], "version": v["version"], f"{base} mean µs":
+                         row["versions"][0]["mean_ns"] / 1e3, "mean µs": v["mean_ns"] / 1e3, **ratio(v)})
+        rows.append({"shape": "geomean", "version": subs[k].version, **ratio(compared["geomean"][k])})
     title = (f"{task}: measured now on {gpu}, {shapes} shapes, {rounds} interleaved rounds; "
              f"×{base} = geometric mean of per-round ratios, paired 95% t interval")
     report.console().print(frame_table(pd.DataFrame(rows), title))
@@ -500,9 +502,8 @@ def submit(file, task, submission, best, candidates, rounds, timing, shapes, rem
               f"{standings.leaderboard_path(entry['gpu'])}")
     out.print(f"contest-ready file: {path}\nto submit it: {' '.join(command)}", highlight=False)
     if as_json:
-        from dataclasses import asdict
-        emit_json({"entry": {k: v for k, v in entry.items() if k != "source"}, "contest_file": str(path),
-                   "command": command, "decision": asdict(decision) if decision else None})
+        emit_json({"entry": standings.entry_json(entry), "contest_file": str(path), "command": command,
+                   "decision": decision.as_json() if decision else None})
     if remote:
         try:
             sys.exit(standings.run_remote(command))

@@ -182,7 +182,7 @@ def test_cli_sweep_exit_codes_summary_and_records(results_dir):
     out = json.loads(proc.stdout)
     assert proc.returncode == 0, proc.stderr  # v1 needs triton (a GPU): skipped here, which fails nothing
     rows = {row["version"]: row for row in out["jobs"]}
-    assert rows["v0"]["status"] == "pass" and rows["v0"]["geomean µs"] > 0 and rows["v0"]["attempts"] == 1
+    assert rows["v0"]["status"] == "pass" and rows["v0"]["geomean_ns"] > 0 and rows["v0"]["attempts"] == 1
     assert rows["v1"]["status"] == "skipped" and rows["v1"]["attempts"] == 1  # a verdict is not retried
     assert {rows["v0"]["lane"], rows["v1"]["lane"]} <= {"cpu0", "cpu1"}
     recs = lines(results_dir, "gemv")

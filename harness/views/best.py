@@ -39,6 +39,15 @@ class Decision:
     def tied(self) -> list[str]:
         return [s.version for s in self.standings if s.tied]
 
+    def as_json(self) -> dict:
+        """submit --best's decision for --json (docs/json.md); slowdown_vs_fastest is the candidate's time over the
+        fastest's, with its paired interval."""
+        return {"winner": self.winner, "fastest": self.fastest, "rounds": self.rounds, "tied": self.tied,
+                "standings": [{"version": s.version, "geomean_ns": s.geomean_ns,
+                               "slowdown_vs_fastest": s.vs_fastest.point, "slowdown_low": s.vs_fastest.low,
+                               "slowdown_high": s.vs_fastest.high, "tied": s.tied, "verdict": s.verdict}
+                              for s in self.standings]}
+
     def explain(self) -> str:
         if len(self.tied) == 1:
             return f"{self.winner} is faster than every other candidate (paired 95% intervals, {self.rounds} rounds)"

@@ -10,6 +10,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy import stats
 
+from ..stats import geomean
+
 LEVEL = 0.95
 
 
@@ -59,3 +61,25 @@ def verdict(point: float, low: float, high: float) -> str:
     if low <= 1.0 <= high:
         return "no significant difference"
     return f"{point:.3f}x {'faster' if point > 1 else 'slower'}"
+
+
+def paired_comparison(pooled: dict[str, dict[int, list[float]]], labels: list[str]) -> dict:
+    """diff --measure's numbers (docs/json.md) from {version: {shape index: [mean ns per round]}}: per shape, each
+    version's mean over rounds and, for every version after the first (the base), its speedup (the base's time over
+    its own, >1: faster) with the paired interval and a verdict; under `geomean` the same across shapes."""
+    names = list(pooled)
+    base = names[0]
+    indices = sorted(pooled[base])
+
+    def entry(name: str, mean_ns: float, interval: Interval | None) -> dict:
+        point, low, high = interval or (None, None, None)
+        return {"version": name, "mean_ns": mean_ns, "speedup_vs_base": point, "speedup_low": low,
+                "speedup_high": high, "verdict": verdict(*interval) if interval else None}
+    rows = [{"index": i, "shape": labels[i],
+             "versions": [entry(n, float(np.mean(pooled[n][i])),
+                                None if n == base else ratio_ci(pooled[base][i], pooled[n][i])) for n in names]}
+            for i in indices]
+    across = [entry(n, geomean([float(np.mean(pooled[n][i])) for i in indices]),
+                    None if n == base else geomean_ratio_ci([pooled[base][i] for i in indices],
+                                                            [pooled[n][i] for i in indices])) for n in names]
+    return {"base": base, "rows": rows, "geomean": across}

@@ -65,15 +65,17 @@ class Scope:
 
 @dataclass
 class View:
-    """A table and the scope it was computed in; `runs` counts the complete runs per version."""
+    """What one view computed in its scope, twice: `body`, the --json's numbers under fixed snake_case keys with
+    times in ns (docs/json.md), and `table`, the same numbers under the table's headers with times in µs;
+    `runs` counts the complete runs per version."""
 
     scope: Scope
+    body: dict
     table: pd.DataFrame
     runs: dict = field(default_factory=dict)
 
     def as_json(self) -> dict:
-        rows = self.table.astype(object).where(self.table.notna(), None).to_dict(orient="records")
-        return {**self.scope.as_dict(), "runs_per_version": self.runs, "rows": rows}
+        return {**self.scope.as_dict(), **self.body}
 
 
 def plural(n: int, word: str) -> str:
@@ -218,6 +220,10 @@ def ranked(scope: Scope, df: pd.DataFrame) -> list[Score]:
     return sorted(scores(scope, df).values(), key=lambda s: (s.geomean_ns, version_key(s.version)))
 
 
+def us(ns: float | None) -> float | None:
+    return None if ns is None else ns / 1e3
+
+
 def lineage_table(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMING,
                   kind: str = "benchmarks") -> View:
     """Every lineage version (and any other version with runs): parent, idea, runs, geomean, the
@@ -232,13 +238,17 @@ def lineage_table(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMIN
     rows = []
     for v in lineage + extra:
         s, p = score.get(v.name), score.get(v.parent) if v.parent else None
-        rows.append({"rank": rank.get(v.name), "version": v.name, "parent": v.parent or "-", "idea": v.idea,
-                     "runs": s.runs if s else 0, "geomean µs": s.geomean_ns / 1e3 if s else None,
-                     "spread %": 100 * s.spread if s and s.spread is not None else None,
-                     "×SOL": s.geomean_ns / s.sol_ns if s and s.sol_ns else None,
-                     "×parent": p.geomean_ns / s.geomean_ns if s and p else None})
-    table = pd.DataFrame(rows).astype({"rank": "Int64", "runs": "Int64"})
-    return View(scope, table, {name: s.runs for name, s in score.items()})
+        rows.append({"rank": rank.get(v.name), "version": v.name, "parent": v.parent, "idea": v.idea,
+                     "runs": s.runs if s else 0, "geomean_ns": s.geomean_ns if s else None,
+                     "spread_pct": 100 * s.spread if s and s.spread is not None else None,
+                     "sol_multiple": s.geomean_ns / s.sol_ns if s and s.sol_ns else None,
+                     "speedup_vs_parent": p.geomean_ns / s.geomean_ns if s and p else None})
+    table = pd.DataFrame([{"rank": r["rank"], "version": r["version"], "parent": r["parent"] or "-", "idea": r["idea"],
+                           "runs": r["runs"], "geomean µs": us(r["geomean_ns"]), "spread %": r["spread_pct"],
+                           "×SOL": r["sol_multiple"], "×parent": r["speedup_vs_parent"]} for r in rows])
+    table = table.astype({"rank": "Int64", "runs": "Int64", "geomean µs": float, "spread %": float, "×SOL": float,
+                          "×parent": float})
+    return View(scope, {"rows": rows}, table, {name: s.runs for name, s in score.items()})
 
 
 def check_names(task: str, names: list[str], scope: Scope, df: pd.DataFrame) -> None:
@@ -257,33 +267,63 @@ def check_names(task: str, names: list[str], scope: Scope, df: pd.DataFrame) -> 
                         f"{', '.join(sorted(have, key=version_key))}")
 
 
+# diff's numbers per version and shape: the JSON's key, and the table's column after the version's name
+DIFF_COLUMNS = {"mean_ns": "mean µs", "median_ns": "median µs", "speedup_vs_parent": "×parent",
+                "speedup_vs_v0": "×v0", "sol_multiple": "×SOL", "host_ns": "host µs", "host_bound": "host-bound"}
+
+
 def per_shape_table(task: str, names: list[str], gpu: str | None = None, timing: str = DEFAULT_TIMING,
                     kind: str = "benchmarks") -> View:
-    """Rows: the shapes and a geomean row. Per version: mean and median µs (each the median over
-    runs), ×parent, ×v0 and ×SOL on the scope's statistic, and host µs per call and a host-bound
-    flag where the records carry them."""
+    """Per shape and version: mean and median (each the median over runs), ×parent, ×v0 and ×SOL on the
+    scope's statistic, and host time per call and a host-bound flag where the records carry them; then the
+    geomean over shapes of each number. The body holds them per shape as a list of versions (docs/json.md),
+    the table as a column per version and number, with a geomean row."""
     scope, df = scoped(task, gpu, timing, kind)
     check_names(task, names, scope, df)
     parents = {v.name: v.parent for v in versions(task)}
     shapes = per_shape(df)
     column = f"{scope.statistic}_ns"
     first = shapes.loc[names[0]]
-    table = pd.DataFrame({"#": [str(i) for i in first.index], "shape": list(first["shape"])})
+    measured = set(shapes.index.get_level_values(0))
+
+    def numbers(values) -> list:
+        return [None if pd.isna(v) else float(v) for v in values]
+    per_version = {}
     for name in names:
         mine = shapes.loc[name]
-        table[f"{name} mean µs"] = list(mine["mean_ns"] / 1e3)
-        table[f"{name} median µs"] = list(mine["median_ns"] / 1e3)
-        for label, other in (("×parent", parents.get(name)), ("×v0", "v0")):
-            if other and other != name and other in shapes.index.get_level_values(0):
-                table[f"{name} {label}"] = list(shapes.loc[other][column] / mine[column])
-        if mine["sol_ns"].notna().all():
-            table[f"{name} ×SOL"] = list(mine[column] / mine["sol_ns"])
-        if mine["host_ns"].notna().any():
-            table[f"{name} host µs"] = list(mine["host_ns"] / 1e3)
-        if mine["host_bound"].notna().any():
-            table[f"{name} host-bound"] = ["yes" if b else "no" if b is not None else None for b in mine["host_bound"]]
-    numeric = [c for c in table.columns[2:] if table[c].dtype.kind == "f"]
-    geo = {"#": "", "shape": "geomean", **{c: geomean(list(table[c].dropna())) for c in numeric}}
-    table = pd.concat([table, pd.DataFrame([geo])], ignore_index=True)
+        ratios = {label: numbers(shapes.loc[other][column] / mine[column])
+                  if other and other != name and other in measured else [None] * len(mine)
+                  for label, other in (("speedup_vs_parent", parents.get(name)), ("speedup_vs_v0", "v0"))}
+        sol = numbers(mine[column] / mine["sol_ns"]) if mine["sol_ns"].notna().all() else [None] * len(mine)
+        per_version[name] = {"mean_ns": numbers(mine["mean_ns"]), "median_ns": numbers(mine["median_ns"]), **ratios,
+                             "sol_multiple": sol, "host_ns": numbers(mine["host_ns"]),
+                             "host_bound": [None if pd.isna(b) else bool(b) for b in mine["host_bound"]]}
+    rows = [{"index": int(index), "shape": label,
+             "versions": [{"version": name, **{key: values[i] for key, values in per_version[name].items()}}
+                          for name in names]}
+            for i, (index, label) in enumerate(zip(first.index, first["shape"]))]
+    def across(values: list) -> float | None:  # the geomean over the shapes that have the number
+        present = [v for v in values if v is not None]
+        return geomean(present) if present else None
+    geo = [{"version": name, **{key: across(values) for key, values in per_version[name].items() if key != "host_bound"}}
+           for name in names]
     runs = df.groupby("version")["run_id"].nunique()
-    return View(scope, table, {name: int(runs[name]) for name in names})
+    body = {"versions": [{"version": name, "runs": int(runs[name])} for name in names], "rows": rows, "geomean": geo}
+    return View(scope, body, diff_frame(rows, geo, names), {name: int(runs[name]) for name in names})
+
+
+def diff_frame(rows: list[dict], geo: list[dict], names: list[str]) -> pd.DataFrame:
+    """diff's table: a column per version and number that any shape has, µs for ns, and the geomean row."""
+    def shown(key, value):
+        if key == "host_bound":
+            return None if value is None else "yes" if value else "no"
+        return us(value) if key.endswith("_ns") else value
+    table = pd.DataFrame({"#": [str(r["index"]) for r in rows], "shape": [r["shape"] for r in rows]})
+    last = {"#": "", "shape": "geomean"}
+    for k, name in enumerate(names):
+        for key, header in DIFF_COLUMNS.items():
+            values = [r["versions"][k][key] for r in rows]
+            if any(v is not None for v in values):
+                table[f"{name} {header}"] = [shown(key, v) for v in values]
+                last[f"{name} {header}"] = shown(key, geo[k].get(key))
+    return pd.concat([table, pd.DataFrame([last])], ignore_index=True)

@@ -1,6 +1,8 @@
 """Tables a person reads (rich) and the JSON a program reads, from result records."""
 import json
+import math
 
+import numpy as np
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -130,9 +132,28 @@ def render(summary: RunSummary, console: Console, show_traceback: bool = False) 
     failures(summary, console, show_traceback)
 
 
-def as_json(summaries: list[RunSummary], precheck: list | None = None) -> str:
-    return json.dumps([{
+def as_json(summaries: list[RunSummary], precheck: list | None = None) -> list[dict]:
+    """The default command's --json: one object per mode run (docs/json.md)."""
+    return [{
         "task": s.submission.task, "version": s.submission.version, "mode": s.mode, "shapes": s.shapes,
         "timing": s.timing,
         "passed": s.passed, "geomean_ns": s.geomean_ns, "precheck": precheck or [], "records": s.records,
-    } for s in summaries], indent=2, default=str)
+    } for s in summaries]
+
+
+def plain(data):
+    """`data` in JSON's own types: numpy numbers as numbers, NaN and infinities (a missing number, an interval
+    of one round) as null."""
+    if isinstance(data, dict):
+        return {str(k): plain(v) for k, v in data.items()}
+    if isinstance(data, (list, tuple)):
+        return [plain(v) for v in data]
+    if isinstance(data, np.generic):
+        data = data.item()
+    return None if isinstance(data, float) and not math.isfinite(data) else data
+
+
+def dumps(data) -> str:
+    """The text every --json prints (docs/json.md): strict JSON, indented; anything else (a path) as a string,
+    as records are stored."""
+    return json.dumps(plain(data), indent=2, allow_nan=False, default=str)

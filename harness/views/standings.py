@@ -18,21 +18,29 @@ BOARD = "leaderboard.jsonl"
 
 @dataclass
 class Board:
-    """Ranked entries of one timing method, and what they span."""
+    """Ranked entries of one timing method, and what they span: `rows` under fixed snake_case keys with times in
+    ns (the --json, docs/json.md), `table` the same under the table's headers with times in µs."""
 
     timing: str
     gpus: list[str]
-    table: pd.DataFrame
+    rows: list[dict]
     note: str = ""  # what an empty board means and where the other entries are
 
     @property
     def title(self) -> str:
         return (f"local leaderboard — {', '.join(self.gpus) or 'no GPU'}, {self.timing} timing, "
-                f"{len(self.table)} {'entry' if len(self.table) == 1 else 'entries'}")
+                f"{len(self.rows)} {'entry' if len(self.rows) == 1 else 'entries'}")
+
+    @property
+    def table(self) -> pd.DataFrame:
+        columns = ["task", "gpu", "shapes", "rank", "version", "geomean µs", "best so far µs", "when", "sha256"]
+        return pd.DataFrame([{**{k: r[k] for k in ("task", "gpu", "shapes", "rank", "version", "when")},
+                              "geomean µs": r["geomean_ns"] / 1e3, "best so far µs": r["best_so_far_ns"] / 1e3,
+                              "sha256": r["sha256"][:12] if r["sha256"] else None} for r in self.rows], columns=columns)
 
     def as_json(self) -> dict:
-        rows = self.table.astype(object).where(self.table.notna(), None).to_dict(orient="records")
-        return {"timing": self.timing, "gpus": self.gpus, "entries": len(self.table), "rows": rows, "note": self.note}
+        return {"timing": self.timing, "gpus": self.gpus, "entries": len(self.rows), "rows": self.rows,
+                "note": self.note}
 
 
 def leaderboard_path(device_name: str | None = None) -> Path:
@@ -49,6 +57,13 @@ def add_entry(sub: Submission, summary, shapes: str) -> dict:
     }
     results.append(leaderboard_path(entry["gpu"]), entry)
     return entry
+
+
+def entry_json(entry: dict) -> dict:
+    """An entry as submit --json prints it (docs/json.md): without its source, and its per-shape means as a list
+    (a shape is a value, never a key)."""
+    kept = {k: v for k, v in entry.items() if k not in ("source", "means_ns")}
+    return {**kept, "means": [{"shape": shape, "mean_ns": ns} for shape, ns in entry["means_ns"].items()]}
 
 
 def contest_file(sub: Submission, leaderboard: str, device_name: str | None = None) -> Path:
@@ -77,10 +92,8 @@ def standings(task: str | None = None, gpu: str | None = None, timing: str = res
     """Entries of one timing method ranked by geomean per task, GPU and shape set, with the best
     geomean so far at each entry; a GPU may be named by a unique part of its name ('H200')."""
     rows = [e for e in results.read_all(BOARD) if e.get("geomean_ns") and (task is None or e["task"] == task)]
-    columns = ["task", "gpu", "shapes", "rank", "version", "geomean µs", "best so far µs", "when", "sha256"]
     if not rows:
-        return Board(timing, [], pd.DataFrame(columns=columns),
-                     f"no entries{f' for {task}' if task else ''} yet: `run.py submit` adds them")
+        return Board(timing, [], [], f"no entries{f' for {task}' if task else ''} yet: `run.py submit` adds them")
     df = pd.DataFrame([{**{k: e.get(k) for k in ("task", "gpu", "shapes", "version", "geomean_ns", "when", "sha256")},
                         "timing": timing_of(e)} for e in rows])
     if gpu is not None:
@@ -92,17 +105,17 @@ def standings(task: str | None = None, gpu: str | None = None, timing: str = res
         df = df[df["gpu"] == matches[0]]
     picked = df[df["timing"] == timing]
     if picked.empty:
-        return Board(timing, [], pd.DataFrame(columns=columns),
+        return Board(timing, [], [],
                      f"no {timing}-timed entries{f' for {task}' if task else ''} yet (`run.py submit` adds them); "
                      f"stored: {counts(df, 'timing')}: --timing {df['timing'].value_counts().index[0]} shows them")
     df = picked.sort_values("when")
     group = ["task", "gpu", "shapes"]
-    df["best so far µs"] = df.groupby(group)["geomean_ns"].cummin() / 1e3
-    df["geomean µs"] = df["geomean_ns"] / 1e3
+    df["best_so_far_ns"] = df.groupby(group)["geomean_ns"].cummin()
     df["rank"] = df.groupby(group)["geomean_ns"].rank(method="min").astype(int)
-    df["sha256"] = df["sha256"].str[:12]
+    columns = ["task", "gpu", "shapes", "rank", "version", "geomean_ns", "best_so_far_ns", "when", "sha256"]
     table = df.sort_values([*group, "rank"])[columns]
-    return Board(timing, sorted(set(table["gpu"])), table.reset_index(drop=True))
+    ranked = table.astype(object).where(table.notna(), None).to_dict(orient="records")
+    return Board(timing, sorted(set(table["gpu"])), ranked)
 
 
 def counts(df: pd.DataFrame, column: str) -> str:
