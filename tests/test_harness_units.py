@@ -285,6 +285,27 @@ def test_cpu_times_are_said_to_rank_nothing():
         assert ("not comparable across machines" in console.export_text()) == shown
 
 
+def test_a_throttled_sample_is_flagged_beside_the_number_and_explained():
+    from rich.console import Console
+
+    from harness.views import report
+    from harness.evaluator.session import RunSummary
+    sub = resolve("v0", "gemm", BOARDS)
+    telemetry = {"samples": 10, "sm_mhz": [1410.0, 1980.0, 1980.0], "mem_mhz": [2619] * 3, "power_w": [690.0] * 3,
+                 "temp_c": [70.0] * 3, "throttled_samples": [4, 7], "throttle_reasons": ["power cap"]}
+    shown = {}
+    for name, record_telemetry in (("throttled", telemetry), ("steady", {**telemetry, "throttled_samples": []})):
+        record = {"index": 0, "shape": "m=1", "status": "pass", "stats": {"mean": 1000.0}, "telemetry": record_telemetry}
+        summary = RunSummary(sub, "benchmark", "contest", "arena", device={"name": "NVIDIA H100 80GB HBM3"},
+                             records=[record])
+        console = Console(record=True, width=400)
+        console.print(report.benchmark_table(summary))
+        report.host_notes(summary, console)
+        shown[name] = console.export_text()
+    assert "throttled" in shown["throttled"] and "2 of 10 samples" in shown["throttled"]
+    assert "power cap" in shown["throttled"] and "throttled" not in shown["steady"]
+
+
 def test_the_worker_self_check_reports_a_changed_persisting_l2_limit():
     """The limit belongs to the worker's CUDA context, which only the worker can read: its self-check compares it
     with the limit before the submission was imported."""

@@ -47,6 +47,11 @@ def drop_empty_columns(table: Table) -> Table:
     return table
 
 
+def throttled(record: dict) -> list:
+    """The samples of a record's job that ran while the GPU throttled itself (empty without telemetry)."""
+    return (record.get("telemetry") or {}).get("throttled_samples") or []
+
+
 def benchmark_table(summary: RunSummary) -> Table:
     sub = summary.submission
     gpu = summary.device.get("name", "?")
@@ -64,7 +69,8 @@ def benchmark_table(summary: RunSummary) -> Table:
         first = "-" if r.get("first_call_ns") is None else f"{r['first_call_ns'] / 1e6:,.1f}"
         style = "green" if r["status"] == "pass" else "red"
         host = us(r.get("host_ns")) + (" [yellow]host-bound[/]" if r.get("host_bound") else "")
-        table.add_row(str(r["index"]), escape(r["shape"]), f"[{style}]{r['status']}[/]", us(mean), us(s.get("err")),
+        shown_mean = us(mean) + (" [yellow]throttled[/]" if throttled(r) else "")
+        table.add_row(str(r["index"]), escape(r["shape"]), f"[{style}]{r['status']}[/]", shown_mean, us(s.get("err")),
                       us(s.get("best")), us(s.get("median")), str(s.get("runs", "-")), host, us(r.get("sol_ns")), x_sol,
                       meas, us(r.get("sol_b200_ns")), first)
     geo = summary.geomean_ns
@@ -98,6 +104,12 @@ def host_notes(summary: RunSummary, console: Console) -> None:
                       "longer than the GPU takes to run it. The contest hides it only while N calls x host time stay "
                       f"under its L2 clear{f' ({clear / 1e6:.1f} ms on this GPU)' if clear else ''}; beyond that, or on "
                       "a busier host, the host time shows in the contest's number.", highlight=False)
+    for r in summary.records:
+        if throttled(r):
+            t = r["telemetry"]
+            console.print(f"[yellow]{r['index']}: throttled: {len(throttled(r))} of {t['samples']} samples ran while "
+                          f"the GPU slowed itself down ({', '.join(t['throttle_reasons'])}; SM clock "
+                          f"{t['sm_mhz'][0]:.0f}-{t['sm_mhz'][2]:.0f} MHz); the mean includes them.[/]", highlight=False)
     for r in summary.records:
         if r.get("hold_timeouts"):
             console.print(f"[yellow]{r['index']}: in {r['hold_timeouts']} sample(s) the host had not queued every call "
