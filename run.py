@@ -16,7 +16,8 @@ from rich.markup import escape
 
 from harness import device, results
 from harness.evaluator import session
-from harness.rules import TIMINGS
+from harness.protocol import RECORD_TIMINGS
+from harness.rules import DEFAULT_TIMING, MODES, RECORDED_MODES, TIMINGS
 from harness.submission import SubmissionError, resolve, task_from_leaderboard
 from harness.views import report
 from reference import TASKS
@@ -59,7 +60,7 @@ def show_precheck(sub, console) -> list:
 
 
 def run_mode(sub, mode, shapes, timeout, record, secret_seed, console, only, confined,
-             timing="arena", keep_going=False) -> session.RunSummary:
+             timing=DEFAULT_TIMING, keep_going=False) -> session.RunSummary:
     record_to = results.records_dir(device.name()) / f"{sub.task}.jsonl" if record else None
     with console.status(f"{sub.task} {sub.version}: {mode}") as status:
         def on_start(job):
@@ -199,7 +200,7 @@ class ArenaGroup(click.Group):
               help="Problem (gemv, ... or the contest's nvfp4_gemv, ...); optional when the file has a #!POPCORN "
                    "leaderboard line.")
 @click.option("--submission", "submission", help="Lineage version (v0, v23, ...) or a path to any submission file.")
-@click.option("--mode", type=click.Choice(session.MODES), help="Default: test, then benchmark if every test passes.")
+@click.option("--mode", type=click.Choice(MODES), help="Default: test, then benchmark if every test passes.")
 @click.option("--shapes", type=click.Choice(["auto", "contest", "smoke"]), default="auto", show_default=True,
               help="auto = the contest's shapes on a GPU, the tiny smoke shapes on a CPU.")
 @click.option("--timeout", type=float, help="Seconds one case may take before its worker is killed (default per mode).")
@@ -207,7 +208,7 @@ class ArenaGroup(click.Group):
 @click.option("--no-record", is_flag=True, help="Do not append records to results/.")
 @click.option("--seed", "secret_seed", type=int, help="Leaderboard mode: secret seed (default: a fresh random one).")
 @click.option("--ncu", is_flag=True, help="Profile mode: run each benchmark shape under Nsight Compute instead.")
-@click.option("--timing", type=click.Choice(TIMINGS), default=results.DEFAULT_TIMING, show_default=True,
+@click.option("--timing", type=click.Choice(TIMINGS), default=DEFAULT_TIMING, show_default=True,
               help="arena: 4x-L2 flush, then a hold that hides the host's queueing as the contest's clear does; "
                    "contest: the contest's own loop and L2 clear (a 4 or 62.5 GiB randn per sample), to cross-check.")
 @click.option("--unconfined", is_flag=True, hidden=True,
@@ -299,7 +300,7 @@ def frame_table(df, title: str):
 def view_options(command):
     """--gpu, --timing and --json, shared by every view of stored results."""
     command = click.option("--json", "as_json", is_flag=True, help="Print the table as JSON on stdout.")(command)
-    command = click.option("--timing", type=click.Choice(results.TIMINGS), default=results.DEFAULT_TIMING,
+    command = click.option("--timing", type=click.Choice(RECORD_TIMINGS), default=DEFAULT_TIMING,
                            show_default=True,
                            help="Compare only records timed this way (legacy: records from before records named "
                                 "their method).")(command)
@@ -375,13 +376,13 @@ def measure_now(subs, shapes, rounds, timing, what: str, failed: str) -> dict:
     with err_console.status(what) as status:
         try:
             return measure_interleaved(subs, shapes, rounds, lambda r, v: status.update(f"round {r}/{rounds}: {v} done"),
-                                       timing=timing if timing in TIMINGS else results.DEFAULT_TIMING)
+                                       timing=timing if timing in TIMINGS else DEFAULT_TIMING)
         except RuntimeError as exc:
             from harness.protocol import brief
             fail(f"{failed}{brief(str(exc))} (run that version alone with --traceback to see where)", code=1)
 
 
-def diff_measured(task, names, shapes, rounds, as_json=False, timing="arena") -> int:
+def diff_measured(task, names, shapes, rounds, as_json=False, timing=DEFAULT_TIMING) -> int:
     """diff --measure: interleaved rounds, then each version against the first, per shape and geomean."""
     import pandas as pd
 
@@ -463,7 +464,7 @@ def choose_best(task, shapes, timing, candidates, rounds, console):
               help="With --best: how many of the fastest stored versions to measure again.")
 @click.option("--rounds", type=click.IntRange(2), default=5, show_default=True,
               help="With --best: interleaved rounds.")
-@click.option("--timing", type=click.Choice(results.TIMINGS), default=results.DEFAULT_TIMING, show_default=True,
+@click.option("--timing", type=click.Choice(RECORD_TIMINGS), default=DEFAULT_TIMING, show_default=True,
               help="With --best: rank stored records timed this way.")
 @click.option("--shapes", type=click.Choice(["auto", "contest", "smoke"]), default="auto", show_default=True)
 @click.option("--remote", is_flag=True, help="Also submit to the real contest with popcorn-cli (must be on PATH).")
@@ -591,14 +592,14 @@ def merge(source):
 @click.option("--task", "--leaderboard", "tasks", multiple=True, required=True, type=TaskName(("all",)),
               help="Lineage to sweep (repeatable), or all of them.")
 @click.option("--versions", default="all", show_default=True, help="all, a range v0..v26, a list v3,v5,v9, paths of files, or a mix.")
-@click.option("--mode", type=click.Choice(["benchmark", "test", "leaderboard", "auto"]), default="benchmark",
+@click.option("--mode", type=click.Choice([*RECORDED_MODES, "auto"]), default="benchmark",
               show_default=True, help="auto: test, then benchmark if every test passes (run.py's default).")
 @click.option("--gpus", help="GPUs to use, one lane each: all (default) or numbers such as 0,1.")
 @click.option("--lanes", "cpu_lanes", type=click.IntRange(1), help="N lanes without a GPU (CPU machines, tests).")
 @click.option("--ray", "ray_address",
               help="Run on a Ray cluster instead: its address, auto, or local (needs pip install -e .[ray]).")
 @click.option("--shapes", type=click.Choice(["auto", "contest", "smoke"]), default="auto", show_default=True)
-@click.option("--timing", type=click.Choice(TIMINGS), default=results.DEFAULT_TIMING, show_default=True)
+@click.option("--timing", type=click.Choice(TIMINGS), default=DEFAULT_TIMING, show_default=True)
 @click.option("--timeout", "case_timeout", type=float, help="Seconds one case may take (default per mode).")
 @click.option("--job-timeout", type=float, default=3600, show_default=True,
               help="Seconds one version's whole run may take before it is killed and counted as lost.")

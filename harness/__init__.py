@@ -2,6 +2,6 @@
 evaluator/ is the trusted evaluator process (inputs, references, checks, verdicts, records), worker/ the
 untrusted process that imports a submission, views/ reads stored records into tables, pages and charts,
 sweep/ spreads many runs over GPU lanes or Ray, and tools/ holds a developer's measuring and inspection
-utilities. The modules at this top level are shared by both sides (the channel, device, slot layout, rules
-and protocol the worker and the evaluator both speak) or by several trusted folders (results, sol,
+utilities. The modules at this top level are shared by both sides (the channel, device, slot layout, rules,
+protocol and paths the worker and the evaluator both use) or by several trusted folders (results, sol,
 precheck); none of them imports from the folders."""

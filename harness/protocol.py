@@ -5,7 +5,7 @@ schema 4 records say where the evaluator's time went (phases_ns), schema 5 the G
 (telemetry)."""
 from dataclasses import asdict, dataclass, field
 
-from .rules import StopRule
+from .rules import DEFAULT_TIMING, TIMINGS, StopRule
 
 NEEDS_GPU = "this file needs a CUDA GPU"  # how a failure message starts where a GPU-only file met a machine without one
 TRACEBACK_MARK = "--- traceback ---"  # a failure message's first paragraph is for the user, the traceback after it
@@ -18,6 +18,7 @@ def brief(message: str) -> str:
 
 SCHEMA = 5
 LEGACY_TIMING = "legacy"
+RECORD_TIMINGS = (*TIMINGS, LEGACY_TIMING)  # what a stored record's timing method reads as (timing_of)
 
 
 @dataclass
@@ -34,7 +35,7 @@ class Job:
     seeds: list = field(default_factory=list)
     stop: StopRule | None = None
     record: bool = True
-    timing: str = "arena"
+    timing: str = DEFAULT_TIMING
     sol_b200_us: float | None = None
 
 

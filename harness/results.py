@@ -13,14 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .protocol import LEGACY_TIMING
-from .rules import TIMINGS as MEASURED_TIMINGS
+from .paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 RESULTS_ENV = "NVFP4_ARENA_RESULTS"
 LOCAL = "local"  # results/local/: git-ignored records of this machine's CPU runs
-TIMINGS = (*MEASURED_TIMINGS, LEGACY_TIMING)  # how a record's times were taken; "legacy": before records said
-DEFAULT_TIMING = MEASURED_TIMINGS[0]
 
 
 def results_dir() -> Path:

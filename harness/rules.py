@@ -1,5 +1,8 @@
-"""The contest's evaluation rules in one place: inputs per sample and their seeds, each evaluation
-file's L2 clear, sample caps and stopping rule, the per-mode timeouts and the tolerance.
+"""The contest's evaluation rules and the evaluator's own in one place: the modes, the timing methods and
+the default one, inputs per sample and their seeds, each evaluation file's L2 clear, sample caps and stopping
+rule, and the per-mode timeouts. The tolerance (rtol, atol) is the one value kept elsewhere:
+leaderboard_shapes.yaml holds it beside the shapes, and reference/checker.py, which imports nothing from
+harness/, reads it from there.
 
 Read from gpu-mode/reference-kernels `problems/nvidia/`: gemv runs `eval.py` (its clear: a 4 GiB
 `randn`), gemm and dual GEMM `eval_better_bench.py`, group GEMM `eval_better_bench_grouped_gemm.py`
@@ -8,11 +11,17 @@ max_time_ns)` once per shape to warm up and once to time; the numbers below are 
 """
 from dataclasses import dataclass, replace
 
-from reference.cases import task_config, tolerance
+from reference.cases import task_config
 
 from .stats import calculate
 
-TIMINGS = ("arena", "contest")  # how a sample is timed: ours (flush + hold) or the contest's own loop
+RECORDED_MODES = ("test", "benchmark", "leaderboard")  # the modes whose records are stored
+MODES = (*RECORDED_MODES, "profile")  # profile mode's records are shown, never stored
+DEFAULT_MODES = ("test", "benchmark")  # when no mode is named: test, then benchmark if every test passes
+ARENA = "arena"  # our timing: a 4x-L2 flush, then a hold that hides the host's queueing as the contest's clear does
+CONTEST = "contest"  # the contest's own loop and L2 clear, to cross-check
+TIMINGS = (ARENA, CONTEST)  # how a sample is timed
+DEFAULT_TIMING = ARENA
 TIMEOUT_S = {"test": 180.0, "benchmark": 180.0, "leaderboard": 300.0, "profile": 180.0}
 IMPOSSIBLE_FRACTION = 0.9  # a mean under this share of the datasheet SOL is refused as impossible
 
@@ -79,8 +88,6 @@ class TaskRules:
     inputs_per_sample: int
     seed_step: int
     eval: EvalFile
-    rtol: float
-    atol: float
 
     def input_seeds(self, seed: int) -> list[int]:
         """Seeds of the distinct inputs timed in one sample, as the contest derives them."""
@@ -89,6 +96,5 @@ class TaskRules:
 
 
 def task_rules(task: str) -> TaskRules:
-    cfg, tol = task_config(task), tolerance()
-    return TaskRules(task, cfg["iterations_per_sample"], cfg["seed_step"], EVAL_FILES[cfg["eval"]], tol["rtol"],
-                     tol["atol"])
+    cfg = task_config(task)
+    return TaskRules(task, cfg["iterations_per_sample"], cfg["seed_step"], EVAL_FILES[cfg["eval"]])

@@ -8,7 +8,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from .paths import ROOT
+
 SUBMISSIONS = ROOT / "submissions"
 POPCORN = re.compile(r"^\s*#!POPCORN\s+(\S+)\s+(.*?)\s*$")
 LINEAGE_NAME = re.compile(r"v\d+\w*")

@@ -2,7 +2,8 @@
 import copy
 import pytest
 
-from harness.submission import ROOT, import_submission
+from harness.paths import ROOT
+from harness.submission import import_submission
 from reference import TASKS, get_task
 from reference.cases import cases
 

@@ -54,8 +54,8 @@ def test_dirty_flag_ignores_results(tmp_path):
 
 def test_cpu_records_go_to_an_ignored_folder(monkeypatch):
     monkeypatch.delenv(results.RESULTS_ENV, raising=False)
-    assert results.records_dir("cpu") == results.ROOT / "results" / "local"
-    assert results.records_dir(H200) == results.ROOT / "results"
+    assert results.records_dir("cpu") == ROOT / "results" / "local"
+    assert results.records_dir(H200) == ROOT / "results"
     ignored = subprocess.run(["git", "check-ignore", "-q", "results/local/gemv.jsonl"], cwd=ROOT)
     assert ignored.returncode == 0
     monkeypatch.setenv(results.RESULTS_ENV, "/tmp/elsewhere")

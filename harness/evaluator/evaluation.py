@@ -20,6 +20,7 @@ from reference import get_task
 from .. import device as devices
 from ..layout import flatten, output_buffers
 from ..protocol import Result
+from ..rules import ARENA, DEFAULT_TIMING
 from ..stats import calculate
 from .seeds import SeedSource
 from .slots import Layout, Slot
@@ -123,7 +124,7 @@ class L2Flush:
 
 
 class Evaluation:
-    def __init__(self, task: str, path: str, timeout_s: float, timing: str = "arena", confined: bool = True):
+    def __init__(self, task: str, path: str, timeout_s: float, timing: str = DEFAULT_TIMING, confined: bool = True):
         self.task = get_task(task)
         self.timing = timing
         self.timeout_s = timeout_s
@@ -192,7 +193,7 @@ class Evaluation:
 
     def _sample(self, calls, writes, method, null) -> Sample:
         released_early = False
-        gpu_arena = self.gpu and method == "arena"
+        gpu_arena = self.gpu and method == ARENA
         worker = self.worker.process.pid
         if gpu_arena:
             self.worker.release(0)
@@ -400,7 +401,7 @@ class Evaluation:
             return Result("tampered", contradiction, first_call_ns=first_ns)
         return Result("pass", first_call_ns=first_ns, stats=calculate(durations).as_dict(), samples_ns=durations,
                       host_ns=host_ns, hold_timeouts=early,
-                      hold_timeout_ns=self.worker.clear_ns if job.timing == "arena" and self.gpu else None,
+                      hold_timeout_ns=self.worker.clear_ns if job.timing == ARENA and self.gpu else None,
                       pending_max_ns=max(pending) if self.gpu else None, phases_ns=phases.ns,
                       telemetry=self.telemetry.summary() if self.telemetry else None,
                       job_ns=time.perf_counter_ns() - started, witness=witness.summary())

@@ -10,16 +10,13 @@ from reference.cases import Case, cases
 from .. import results, sol
 from ..device import describe, has_gpu
 from ..protocol import Job, Record, Result
-from ..rules import IMPOSSIBLE_FRACTION, TIMEOUT_S, for_device, task_rules
+from ..rules import DEFAULT_TIMING, IMPOSSIBLE_FRACTION, MODES, RECORDED_MODES, TIMEOUT_S, for_device, task_rules
 from ..stats import geomean
 from ..submission import Submission
 from .evaluation import Evaluation
 from .sandbox import startup_hooks
 from .seeds import SeedSource
 from .supervisor import Verdict
-
-MODES = ("test", "benchmark", "leaderboard", "profile")
-
 
 def input_seeds(task: str, seed: int) -> list[int]:
     return task_rules(task).input_seeds(seed)
@@ -32,7 +29,7 @@ def _job(mode: str, case: Case, timing: str, values: str = "contest", stop=None,
 
 
 def build_jobs(task: str, mode: str, shapes: str, secret_seed: int | None = None, only=None,
-               timing: str = "arena") -> list[Job]:
+               timing: str = DEFAULT_TIMING) -> list[Job]:
     """The contest's jobs for a mode: shapes='contest' uses its tests/benchmarks, 'smoke' the tiny CPU
     shapes for both; `only` keeps just the cases with those indices; warm-ups are not recorded. Leaderboard
     seeds come from a keyed hash (harness.evaluator.seeds) under a key drawn here, or derived from
@@ -70,7 +67,7 @@ class RunSummary:
     submission: Submission
     mode: str
     shapes: str
-    timing: str = "arena"
+    timing: str = DEFAULT_TIMING
     records: list = field(default_factory=list)
     device: dict = field(default_factory=dict)
     unstored: str = ""  # why records could not be written, if they could not
@@ -138,7 +135,7 @@ def start_evaluation(task: str, path: str, timeout_s: float, timing: str, confin
 
 
 def run_jobs(task: str, path: str, jobs: list, timeout_s: float, on_start=None, on_outcome=None,
-             timing: str = "arena", confined: bool = True, keep_going: bool = False) -> None:
+             timing: str = DEFAULT_TIMING, confined: bool = True, keep_going: bool = False) -> None:
     """Run jobs in order, each in a healthy worker (replaced after any job that did not pass); calls
     on_outcome(job, result, sandbox) as each ends. After a hang or a crash the remaining jobs are
     skipped unless keep_going; a failing warm-up hands its verdict to the next recorded job."""
@@ -184,7 +181,7 @@ def run_jobs(task: str, path: str, jobs: list, timeout_s: float, on_start=None, 
 
 def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = None, record_to: Path | None = None,
             secret_seed: int | None = None, on_start=None, on_record=None, only=None, confined: bool = True,
-            timing: str = "arena", keep_going: bool = False) -> RunSummary:
+            timing: str = DEFAULT_TIMING, keep_going: bool = False) -> RunSummary:
     """Run every job of the mode; records are appended to `record_to` as they finish (if that fails,
     the run goes on and `unstored` says why)."""
     jobs = build_jobs(sub.task, mode, shapes, secret_seed, only, timing)
@@ -199,7 +196,7 @@ def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = N
         rec = make_record(sub, mode, job, result, summary.device, run_id, calibration, summary.sandbox,
                           summary.hooks).to_json()
         summary.records.append(rec)
-        if record_to is not None and mode != "profile" and not summary.unstored:
+        if record_to is not None and mode in RECORDED_MODES and not summary.unstored:
             try:
                 results.append(record_to, rec)
             except OSError as exc:
@@ -212,7 +209,7 @@ def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = N
     return summary
 
 
-def measure_interleaved(subs: list, shapes: str, rounds: int, on_round=None, timing: str = "arena") -> dict:
+def measure_interleaved(subs: list, shapes: str, rounds: int, on_round=None, timing: str = DEFAULT_TIMING) -> dict:
     """`diff --measure`: benchmark every version `rounds` times in turn, each in a worker of its own started
     before the first round (one file cannot reach another's kernel), the order reversed every other round
     (A B C C B A ...) so neither drift nor going first favours a version; per version and shape index, the mean

@@ -19,15 +19,14 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 from .. import channel
+from ..paths import ROOT
 from .sandbox import worker_environment
 
 STARTUP_GRACE_S = 60.0  # interpreter, torch import and CUDA context, on top of the case timeout
 OUTPUT_CAP = 1 << 20  # bytes of a worker's own output forwarded to the evaluator's stderr
 TAIL = 2000  # characters of the worker's last output kept for crash messages
-ROOT = Path(__file__).resolve().parent.parent.parent
 PR_SET_CHILD_SUBREAPER = 36
 _LIVE = set()
 

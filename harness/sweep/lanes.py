@@ -28,15 +28,15 @@ from rich.progress import Progress as RichProgress
 from rich.table import Table
 
 from .. import results
+from ..paths import ROOT
 from ..protocol import NEEDS_GPU, brief
+from ..rules import DEFAULT_TIMING
 from ..views.lineage import versions as lineage_versions
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 MAX_ATTEMPTS = 2
 RETIRE_AFTER = 2
 LANE_ENV = "NVFP4_ARENA_LANE"  # every job's process learns its lane's name from this variable
 JOB_TIMEOUT_S = 3600.0
-MODES = ("benchmark", "test", "leaderboard", "auto")  # auto: run.py's default, test then benchmark
 RANGE = re.compile(r"^(v\d+\w*)\.\.(v\d+\w*)$")
 
 
@@ -67,9 +67,9 @@ class Lane:
 class Options:
     """How every job of a sweep runs."""
 
-    mode: str = "benchmark"
+    mode: str = "benchmark"  # a mode whose records are stored (rules.RECORDED_MODES), or auto: run.py's default
     shapes: str = "auto"
-    timing: str = "arena"
+    timing: str = DEFAULT_TIMING
     case_timeout_s: float | None = None  # run.py --timeout: one case's limit
     job_timeout_s: float = JOB_TIMEOUT_S  # the whole run.py process's limit
 

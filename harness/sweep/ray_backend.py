@@ -11,7 +11,8 @@ import os
 import re
 import socket
 
-from .lanes import MAX_ATTEMPTS, LANE_ENV, ROOT, Attempt, Finished, Options, Started, SweepError, SweepJob, run_attempt
+from ..paths import ROOT
+from .lanes import MAX_ATTEMPTS, LANE_ENV, Attempt, Finished, Options, Started, SweepError, SweepJob, run_attempt
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

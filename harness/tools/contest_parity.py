@@ -14,7 +14,8 @@ from pathlib import Path
 
 import click
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+from ..paths import ROOT
+
 FOLDERS = {"gemv": "nvfp4_gemv", "gemm": "nvfp4_gemm", "dual_gemm": "nvfp4_dual_gemm", "group_gemm": "nvfp4_group_gemm"}
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import click
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+from ..paths import ROOT
+
 RANGE = "custom_kernel"
 
 

@@ -15,7 +15,8 @@ import pandas as pd
 from reference.cases import cases
 
 from ..protocol import timing_of
-from ..results import DEFAULT_TIMING, LOCAL, read_all, results_dir
+from ..results import LOCAL, read_all, results_dir
+from ..rules import DEFAULT_TIMING
 from ..stats import geomean
 from ..submission import SUBMISSIONS, docstring, version_key
 

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from .. import sol  # noqa: E402
 from .lineage import Scope, per_shape, plural, ranked, scoped, scores, versions  # noqa: E402
-from ..results import DEFAULT_TIMING  # noqa: E402
+from ..rules import DEFAULT_TIMING  # noqa: E402
 
 IDEA_LABELS_UP_TO = 10  # versions per chart that still get their idea written under the name
 WIDTH_IN = 12.0  # every lineage chart is this wide (1200 px at DPI), however many versions

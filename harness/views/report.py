@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..device import CPU_NAME
-from ..rules import CPU_MAX_SAMPLES
+from ..rules import CONTEST, CPU_MAX_SAMPLES
 from ..evaluator.session import RunSummary
 
 
@@ -92,7 +92,7 @@ def host_notes(summary: RunSummary, console: Console) -> None:
     not watch, and what a CPU's times are for."""
     if summary.device.get("name") == CPU_NAME and any(r.get("stats") for r in summary.records):
         console.print(f"[yellow]{CPU_TIMES}[/]", highlight=False)
-    if summary.timing == "contest" and summary.device.get("name") != CPU_NAME:
+    if summary.timing == CONTEST and summary.device.get("name") != CPU_NAME:
         console.print("[yellow]contest timing[/]: as in the contest's loop, work on a side stream can run during the "
                       "clear, and no check after the region can tell it from the synchronize's own cost there; the "
                       "default timing (arena) holds every SM until the region starts and watches for it.",

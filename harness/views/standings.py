@@ -9,6 +9,7 @@ import pandas as pd
 
 from .. import results
 from ..protocol import timing_of
+from ..rules import DEFAULT_TIMING
 from .lineage import ViewError
 from ..submission import POPCORN, Submission
 
@@ -88,7 +89,7 @@ def run_remote(command: list[str]) -> int:
     return subprocess.run(command).returncode
 
 
-def standings(task: str | None = None, gpu: str | None = None, timing: str = results.DEFAULT_TIMING) -> Board:
+def standings(task: str | None = None, gpu: str | None = None, timing: str = DEFAULT_TIMING) -> Board:
     """Entries of one timing method ranked by geomean per task, GPU and shape set, with the best
     geomean so far at each entry; a GPU may be named by a unique part of its name ('H200')."""
     rows = [e for e in results.read_all(BOARD) if e.get("geomean_ns") and (task is None or e["task"] == task)]

@@ -15,6 +15,7 @@ import pandas as pd
 from reference import TASKS
 
 from .. import results
+from ..rules import DEFAULT_TIMING
 from . import plots
 from .lineage import ViewError, benchmark_records, lineage_table, per_shape_table, pick_gpu, plural, scoped
 from .standings import standings
@@ -167,7 +168,7 @@ def resolve_gpu(gpu: str, timing: str) -> str:
     return pick_gpu(pd.concat(frames), gpu, timing)
 
 
-def build(out_dir: Path, gpu: str | None = None, timing: str = results.DEFAULT_TIMING) -> list[Page]:
+def build(out_dir: Path, gpu: str | None = None, timing: str = DEFAULT_TIMING) -> list[Page]:
     """Write <out_dir>/<gpu>-<timing>.html for the named GPU, or for every GPU with runs of this method."""
     out_dir.mkdir(parents=True, exist_ok=True)
     pages = []

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 import torch
 
 from harness.layout import output_buffers
+from harness.rules import CONTEST
 
 
 def place_output(out, data) -> str:
@@ -73,7 +74,7 @@ def timed_sample(kernel, batch: list, device, hold, method: str, send, wait_go) 
     with collector_paused():
         device.synchronize()
         if device.gpu:
-            if method == "contest":
+            if method == CONTEST:
                 device.contest_clear()
             else:
                 hold.engage()
@@ -93,7 +94,7 @@ def timed_sample(kernel, batch: list, device, hold, method: str, send, wait_go) 
         end_reached = device.wait_end()
         pending_ns = device.pending_ns(end_reached)
         region_ns = device.elapsed_ns()
-        timed_out = bool(device.gpu and method != "contest" and hold.timed_out())
+        timed_out = bool(device.gpu and method != CONTEST and hold.timed_out())
     problems = [place_output(o, d) for o, d in zip(outs, batch)]
     device.synchronize()
     return {"region_ns": region_ns, "host_ns": host_ns, "pending_ns": pending_ns, "hold_timed_out": timed_out,
