@@ -8,6 +8,7 @@
 import os
 import signal
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -15,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness import device, results
-from harness.evaluator import session
+from harness.evaluator import runner
 from harness.protocol import RECORD_TIMINGS
 from harness.rules import DEFAULT_TIMING, MODES, RECORDED_MODES, TIMINGS
 from harness.submission import SubmissionError, resolve, task_from_leaderboard
@@ -24,6 +25,7 @@ from reference import TASKS
 from reference.cases import leaderboards, task_config
 
 err_console = Console(stderr=True)
+SHAPES = click.Choice(["auto", "contest", "smoke"])
 
 
 def exit_on_signals():
@@ -59,24 +61,27 @@ def show_precheck(sub, console) -> list:
     return findings
 
 
-def run_mode(sub, mode, shapes, timeout, record, secret_seed, console, only, confined,
-             timing=DEFAULT_TIMING, keep_going=False) -> session.RunSummary:
-    record_to = results.records_dir(device.name()) / f"{sub.task}.jsonl" if record else None
-    with console.status(f"{sub.task} {sub.version}: {mode}") as status:
-        def on_start(job):
-            what = "warm-up" if not job.record else f"{job.kind} {job.index}"
-            status.update(f"{sub.task} {sub.version} {mode}: {what} [{job.label}] ({job.values} values)")
+class Progress(runner.Watch):
+    """A status line naming the job that runs, and a line per case as it ends (the sweep reads these lines)."""
 
-        def on_record(rec):
-            mark = "[green]pass[/]" if rec["status"] == "pass" else f"[red]{rec['status']}[/]"
-            mean = rec["stats"]["mean"] / 1e3 if rec.get("stats") else None
-            shown = f" {mean:,.2f} µs" if mean else ""
-            console.print(f"  {rec['kind']} {rec['index']} {rec['shape']} ({rec['values']}): {mark}{shown}",
-                          highlight=False)
-        summary = session.execute(sub, mode, shapes, timeout, record_to, secret_seed, on_start, on_record, only,
-                                  confined, timing, keep_going)
-    show_protection(summary, console)
-    return summary
+    def __init__(self, console, sub):
+        self.console, self.sub, self.status = console, sub, None
+
+    @contextmanager
+    def mode(self, mode):
+        with self.console.status(f"{self.sub.task} {self.sub.version}: {mode}") as self.status:
+            yield
+
+    def job_started(self, mode, job):
+        what = "warm-up" if not job.record else f"{job.kind} {job.index}"
+        self.status.update(f"{self.sub.task} {self.sub.version} {mode}: {what} [{job.label}] ({job.values} values)")
+
+    def recorded(self, rec):
+        mark = "[green]pass[/]" if rec["status"] == "pass" else f"[red]{rec['status']}[/]"
+        mean = rec["stats"]["mean"] / 1e3 if rec.get("stats") else None
+        shown = f" {mean:,.2f} µs" if mean else ""
+        self.console.print(f"  {rec['kind']} {rec['index']} {rec['shape']} ({rec['values']}): {mark}{shown}",
+                           highlight=False)
 
 
 def show_protection(summary, console):
@@ -90,32 +95,21 @@ def show_protection(summary, console):
                       f"{escape(', '.join(summary.hooks))}", style="dim", highlight=False)
 
 
-def run_ncu(sub, mode, shapes, timeout, only, console) -> int:
-    """Profile mode under Nsight Compute; reports are also saved under results/profiles/."""
-    from harness.tools.ncu import find_ncu, profile_case
-    from reference.cases import cases
-    if mode not in (None, "profile"):
-        fail("--ncu goes with --mode profile.")
-    ncu = find_ncu()
-    if ncu is None:
-        fail("--ncu needs Nsight Compute (ncu), which is not installed here; plain --mode profile uses torch.profiler.")
-    if not device.has_gpu():
-        fail("--ncu needs a GPU.")
-    kind = "benchmarks" if shapes == "contest" else "smoke"
-    out_dir = results.results_dir() / "profiles"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    worst = 0
-    for case in cases(sub.task, kind):
-        if only and case.index not in only:
-            continue
-        with console.status(f"ncu: {sub.task} {sub.version} {kind} {case.index} [{case.label}]"):
-            code, text = profile_case(ncu, sub.task, sub.path, kind, case.index, timeout or 600)
-        path = out_dir / f"{sub.task}_{sub.version}_{kind}{case.index}.ncu.txt"
-        path.write_text(text)
-        console.print(f"[bold]{case.label}[/] (saved to {path})")
-        console.print(text, markup=False, highlight=False)
-        worst = max(worst, 0 if code == 0 else 1)
-    return worst
+def run_ncu(options, console) -> int:
+    """Profile mode under Nsight Compute, each case's report shown as it ends; 1 if ncu failed on any."""
+    from harness.tools.ncu import ProfileError, profiling
+    try:
+        plan = profiling(options)
+    except ProfileError as exc:
+        fail(str(exc))
+    sub, failed = options.submission, False
+    for case in plan.cases:
+        with console.status(f"ncu: {sub.task} {sub.version} {plan.kind} {case.index} [{case.label}]"):
+            profile = plan.run(case)
+        console.print(f"[bold]{case.label}[/] (saved to {profile.path})")
+        console.print(profile.text, markup=False, highlight=False)
+        failed = failed or profile.code != 0
+    return 1 if failed else 0
 
 
 class TaskName(click.Choice):
@@ -201,7 +195,7 @@ class ArenaGroup(click.Group):
                    "leaderboard line.")
 @click.option("--submission", "submission", help="Lineage version (v0, v23, ...) or a path to any submission file.")
 @click.option("--mode", type=click.Choice(MODES), help="Default: test, then benchmark if every test passes.")
-@click.option("--shapes", type=click.Choice(["auto", "contest", "smoke"]), default="auto", show_default=True,
+@click.option("--shapes", type=SHAPES, default="auto", show_default=True,
               help="auto = the contest's shapes on a GPU, the tiny smoke shapes on a CPU.")
 @click.option("--timeout", type=float, help="Seconds one case may take before its worker is killed (default per mode).")
 @click.option("--case", "only", type=int, multiple=True, help="Run only the case with this index (repeatable).")
@@ -237,7 +231,7 @@ def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_se
     except SubmissionError as exc:
         fail(str(exc))
     if shapes == "auto":
-        shapes = "contest" if device.has_gpu() else "smoke"
+        shapes = runner.pick_shapes(shapes)
         if shapes == "smoke":
             err_console.print("[yellow]No GPU here: running the smoke shapes on the CPU with wall-clock timers "
                               "(--shapes contest runs the contest's shapes, slowly).[/]")
@@ -248,28 +242,29 @@ def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_se
         if target.strip().lower() not in here.lower():
             err_console.print(f"this file targets {escape(target)} (its #!POPCORN gpu line); running on {escape(here)}",
                               highlight=False)
+    options = runner.RunOptions(sub, mode, shapes, timeout_s=timeout, record=not no_record, secret_seed=secret_seed,
+                                only=frozenset(only), confined=not unconfined, timing=timing, keep_going=keep_going)
     if ncu:
-        sys.exit(run_ncu(sub, mode, shapes, timeout, set(only), out))
-    modes = [mode] if mode else ["test", "benchmark"]
+        sys.exit(run_ncu(options, out))
     findings = show_precheck(sub, out)
     summaries = []
-    for m in modes:
-        try:
-            summary = run_mode(sub, m, shapes, timeout, not no_record, secret_seed, out, set(only), not unconfined, timing,
-                               keep_going)
-        except ValueError as exc:
-            fail(str(exc))
-        summaries.append(summary)
-        report.render(summary, out, show_traceback)
-        if summary.unstored:
-            err_console.print(f"[red]records not stored:[/] {summary.unstored}", highlight=False)
-        if not summary.passed:
-            out.print(f"[red]{m}: not every case passed.[/]" + (" Benchmark skipped." if m == "test" and not mode else ""))
-            break
+    try:
+        for summary in runner.run(options, Progress(out, sub)):
+            summaries.append(summary)
+            show_protection(summary, out)
+            report.render(summary, out, show_traceback)
+            if summary.unstored:
+                err_console.print(f"[red]records not stored:[/] {summary.unstored}", highlight=False)
+            if not summary.passed:
+                skipped = options.modes[len(summaries):]
+                out.print(f"[red]{summary.mode}: not every case passed.[/]"
+                          + (f" {', '.join(skipped).capitalize()} skipped." if skipped else ""))
+    except ValueError as exc:
+        fail(str(exc))
     if as_json:
         emit_json(report.as_json(summaries, [vars(f) for f in findings]))
     stored = not any(s.unstored for s in summaries)
-    sys.exit(0 if all(s.passed for s in summaries) and len(summaries) == len(modes) and stored else 1)
+    sys.exit(0 if all(s.passed for s in summaries) and len(summaries) == len(options.modes) and stored else 1)
 
 
 @cli.command()
@@ -346,7 +341,7 @@ def list_versions(task, gpu, timing, as_json, smoke):
 @click.option("--smoke", is_flag=True, help="Stored runs on the smoke shapes (CPU) instead of the contest's benchmarks.")
 @click.option("--measure", is_flag=True, help="Measure the versions now, interleaved, with paired 95% intervals.")
 @click.option("--rounds", type=int, default=3, show_default=True, help="With --measure: interleaved rounds (A B C, then C B A, ...).")
-@click.option("--shapes", type=click.Choice(["auto", "contest", "smoke"]), default="auto", show_default=True,
+@click.option("--shapes", type=SHAPES, default="auto", show_default=True,
               help="With --measure: the shapes to measure.")
 @click.argument("names", nargs=-1)
 def diff(task, all_versions, gpu, timing, as_json, smoke, measure, rounds, shapes, names):
@@ -360,7 +355,7 @@ def diff(task, all_versions, gpu, timing, as_json, smoke, measure, rounds, shape
     if not names:
         fail("name versions to compare (e.g. v0 v1), or pass --all.")
     if measure:
-        sys.exit(diff_measured(task, names, pick_shapes(shapes), rounds, as_json, timing))
+        sys.exit(diff_measured(task, names, runner.pick_shapes(shapes), rounds, as_json, timing))
     names = [Path(n).stem if n.endswith(".py") else n for n in names]  # a file's runs are stored under its name
     view = answer(per_shape_table, task, names, gpu, timing, kind)
     if as_json:
@@ -369,36 +364,29 @@ def diff(task, all_versions, gpu, timing, as_json, smoke, measure, rounds, shape
     report.console().print(frame_table(view.table, view.scope.title(what)))
 
 
-def measure_now(subs, shapes, rounds, timing, what: str, failed: str) -> dict:
-    """Interleaved rounds, a worker per version (harness.evaluator.session.measure_interleaved) with a status line; a view
-    of legacy records measures with the default timing. Stops with `failed` and the reason on failure."""
-    from harness.evaluator.session import measure_interleaved
+def measuring(what: str, rounds: int, failed: str, measure):
+    """measure(on_round) under a status line that counts the interleaved rounds; a failed measurement stops
+    with `failed` and the reason."""
+    from harness.protocol import brief
     with err_console.status(what) as status:
         try:
-            return measure_interleaved(subs, shapes, rounds, lambda r, v: status.update(f"round {r}/{rounds}: {v} done"),
-                                       timing=timing if timing in TIMINGS else DEFAULT_TIMING)
+            return measure(lambda r, v: status.update(f"round {r}/{rounds}: {v} done"))
         except RuntimeError as exc:
-            from harness.protocol import brief
             fail(f"{failed}{brief(str(exc))} (run that version alone with --traceback to see where)", code=1)
 
 
-def diff_measured(task, names, shapes, rounds, as_json=False, timing=DEFAULT_TIMING) -> int:
+def diff_measured(task, names, shapes, rounds, as_json, timing) -> int:
     """diff --measure: interleaved rounds, then each version against the first, per shape and geomean."""
     import pandas as pd
 
-    from harness.views.compare import paired_comparison
-    from reference.cases import cases
+    from harness.views.remeasure import measured_diff
     if len(names) < 2:
         fail("--measure compares at least two versions.")
     try:
-        subs = [resolve(n, task, leaderboards()) for n in names]
+        compared = measuring("measuring", rounds, "",
+                             lambda on_round: measured_diff(task, names, shapes, rounds, timing, on_round))
     except SubmissionError as exc:
         fail(str(exc))
-    for i, s in enumerate(subs):  # the same file named twice is still two entries
-        s.version = f"{s.version}#{i}" if [t.path for t in subs].count(s.path) > 1 else s.version
-    pooled = measure_now(subs, shapes, rounds, timing, "measuring", "")
-    labels = [case.label for case in cases(task, "benchmarks" if shapes == "contest" else "smoke")]
-    compared = paired_comparison(pooled, labels)
     gpu = device.name()
     if as_json:
         emit_json({"task": task, "gpu": gpu, "shapes": shapes, "rounds": rounds, **compared})
@@ -409,46 +397,35 @@ def diff_measured(task, names, shapes, rounds, as_json=False, timing=DEFAULT_TIM
         return {f"×{base}": v["speedup_vs_base"], "95% low": v["speedup_low"], "95% high": v["speedup_high"],
                 "verdict": v["verdict"]}
     rows = []
-    for k in range(1, len(subs)):
+    for k in range(1, len(compared["geomean"])):
         for row in compared["rows"]:
             v = row["versions"][k]
             rows.append({"shape": row["index"], "version": v["version"], f"{base} mean µs":
                          row["versions"][0]["mean_ns"] / 1e3, "mean µs": v["mean_ns"] / 1e3, **ratio(v)})
-        rows.append({"shape": "geomean", "version": subs[k].version, **ratio(compared["geomean"][k])})
+        rows.append({"shape": "geomean", "version": compared["geomean"][k]["version"], **ratio(compared["geomean"][k])})
     title = (f"{task}: measured now on {gpu}, {shapes} shapes, {rounds} interleaved rounds; "
              f"×{base} = geometric mean of per-round ratios, paired 95% t interval")
     report.console().print(frame_table(pd.DataFrame(rows), title))
     return 0
 
 
-def pick_shapes(shapes: str) -> str:
-    return shapes if shapes != "auto" else ("contest" if device.has_gpu() else "smoke")
-
-
 def choose_best(task, shapes, timing, candidates, rounds, console):
     """The stored ranking on this device nominates up to `candidates` lineage versions; they are
     measured again, interleaved (a worker each), and the winner is decided by paired intervals."""
-    from harness.views.best import decide
-    from harness.views.lineage import ranked, scoped, versions
-    gpu = device.name()
-    scope, df = answer(scoped, task, gpu, timing, "benchmarks" if shapes == "contest" else "smoke")
-    lineage = {v.name for v in versions(task)}
-    top = [s.version for s in ranked(scope, df) if s.version in lineage][:candidates]
-    if not top:
-        fail(f"no lineage version of {task} has a complete {timing}-timed run on {scope.gpu}.", code=1)
-    err_console.print(f"best stored versions of {task} on {scope.gpu} ({timing} timing): {', '.join(top)}",
+    from harness.views.remeasure import choose, nominate
+    nomination = answer(nominate, task, shapes, timing, candidates)
+    top = nomination.versions
+    err_console.print(f"best stored versions of {task} on {nomination.gpu} ({timing} timing): {', '.join(top)}",
                       highlight=False)
     if len(top) == 1:
         return top[0], None
-    subs = [resolve(name, task, leaderboards()) for name in top]
-    pooled = measure_now(subs, shapes, rounds, timing, "measuring the candidates",
-                         "re-measuring the candidates failed, nothing was submitted: ")
-    decision = decide(pooled)
+    decision = measuring("measuring the candidates", rounds, "re-measuring the candidates failed, nothing was submitted: ",
+                         lambda on_round: choose(task, nomination, shapes, rounds, timing, on_round))
     import pandas as pd
     console.print(frame_table(pd.DataFrame([{
         "version": s.version, "geomean µs now": s.geomean_ns / 1e3, f"×{decision.fastest}": s.vs_fastest.point,
         "95% low": s.vs_fastest.low, "95% high": s.vs_fastest.high, "verdict": s.verdict}
-        for s in decision.standings]), f"{task} candidates measured now on {scope.gpu}, {rounds} interleaved rounds"))
+        for s in decision.standings]), f"{task} candidates measured now on {nomination.gpu}, {rounds} interleaved rounds"))
     console.print(decision.explain(), highlight=False)
     return decision.winner, decision
 
@@ -466,7 +443,7 @@ def choose_best(task, shapes, timing, candidates, rounds, console):
               help="With --best: interleaved rounds.")
 @click.option("--timing", type=click.Choice(RECORD_TIMINGS), default=DEFAULT_TIMING, show_default=True,
               help="With --best: rank stored records timed this way.")
-@click.option("--shapes", type=click.Choice(["auto", "contest", "smoke"]), default="auto", show_default=True)
+@click.option("--shapes", type=SHAPES, default="auto", show_default=True)
 @click.option("--remote", is_flag=True, help="Also submit to the real contest with popcorn-cli (must be on PATH).")
 @click.option("--seed", "secret_seed", type=int, help="Secret seed (default: a fresh random one).")
 @click.option("--json", "as_json", is_flag=True, help="Print the entry (and the --best decision) as JSON on stdout.")
@@ -480,7 +457,7 @@ def submit(file, task, submission, best, candidates, rounds, timing, shapes, rem
         fail("give either a file (or --submission vN) or --best.")
     if best and not task:
         fail("--best needs --task: it picks among that lineage's versions.")
-    shapes = pick_shapes(shapes)
+    shapes = runner.pick_shapes(shapes)
     out = report.console(stderr=as_json)
     decision = None
     if best:
@@ -491,7 +468,8 @@ def submit(file, task, submission, best, candidates, rounds, timing, shapes, rem
     except SubmissionError as exc:
         fail(str(exc))
     show_precheck(sub, out)
-    summary = run_mode(sub, "leaderboard", shapes, None, True, secret_seed, out, set(), True)
+    [summary] = runner.run(runner.RunOptions(sub, "leaderboard", shapes, secret_seed=secret_seed), Progress(out, sub))
+    show_protection(summary, out)
     report.render(summary, out)
     if not summary.passed:
         fail("leaderboard mode did not pass: nothing was submitted.", code=1)
@@ -564,24 +542,11 @@ def report_page(gpu, timing, as_json, out_dir):
 def merge(source):
     """Add the records of another machine's results folder (or a .tgz of one) to results/, once each
     (a CPU's records to the git-ignored results/local/)."""
-    import tarfile
-    import tempfile
-    import zlib
-
     from harness.views.lineage import plural
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = source
-        if source.is_file():
-            try:
-                with tarfile.open(source) as archive:
-                    archive.extractall(tmp, filter="data")
-            except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
-                fail(f"{source}: not a readable archive of records ({type(exc).__name__}: {exc}); nothing was merged.")
-            found = sorted({p.parent for p in Path(tmp).rglob("*.jsonl")})
-            if len(found) != 1:
-                fail(f"{source}: expected one folder of .jsonl records inside, found {len(found)}.")
-            folder = found[0]
-        added = results.merge(folder, results.results_dir())
+    try:
+        added = results.merge_from(source, results.results_dir())
+    except results.MergeError as exc:
+        fail(str(exc))
     if not added:
         fail(f"{source}: no .jsonl records there.", code=1)
     for name, count in added.items():
@@ -598,7 +563,7 @@ def merge(source):
 @click.option("--lanes", "cpu_lanes", type=click.IntRange(1), help="N lanes without a GPU (CPU machines, tests).")
 @click.option("--ray", "ray_address",
               help="Run on a Ray cluster instead: its address, auto, or local (needs pip install -e .[ray]).")
-@click.option("--shapes", type=click.Choice(["auto", "contest", "smoke"]), default="auto", show_default=True)
+@click.option("--shapes", type=SHAPES, default="auto", show_default=True)
 @click.option("--timing", type=click.Choice(TIMINGS), default=DEFAULT_TIMING, show_default=True)
 @click.option("--timeout", "case_timeout", type=float, help="Seconds one case may take (default per mode).")
 @click.option("--job-timeout", type=float, default=3600, show_default=True,
@@ -607,23 +572,12 @@ def merge(source):
 def sweep(tasks, versions, mode, gpus, cpu_lanes, ray_address, shapes, timing, case_timeout, job_timeout, as_json):
     """Run many versions at once, one lane per GPU (or on a Ray cluster): a shared queue, records
     appended by this process alone, lost jobs retried on another lane, a summary at the end."""
-    import os
-
     from harness.sweep import lanes as sw
     chosen = TASKS if "all" in tasks else list(dict.fromkeys(tasks))
     try:
         jobs = sw.make_jobs((t, v) for t in chosen for v in sw.parse_versions(t, versions))
         options = sw.Options(mode, shapes, timing, case_timeout, job_timeout)
-        if ray_address:
-            if gpus or cpu_lanes:
-                raise sw.SweepError("--ray places jobs on the cluster's GPUs: drop --gpus and --lanes.")
-            from harness.sweep.ray_backend import ray_events
-            lanes, events = [], ray_events(jobs, ray_address, options)
-        else:
-            import torch
-            count = torch.cuda.device_count() if device.has_gpu() else 0
-            lanes = sw.make_lanes(gpus, cpu_lanes, count, os.environ.get("CUDA_VISIBLE_DEVICES"))
-            events = sw.local_events(jobs, lanes, options)
+        lanes, events = sw.backend(jobs, options, gpus, cpu_lanes, ray_address)
         out = report.console(stderr=as_json)
         where = f"Ray at {ray_address}" if ray_address else f"{len(lanes)} lane(s): {', '.join(l.name for l in lanes)}"
         out.print(f"sweep: {len(jobs)} job(s), {mode} mode, on {where}", highlight=False)

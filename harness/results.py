@@ -11,6 +11,9 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
+import tempfile
+import zlib
 from pathlib import Path
 
 from .paths import ROOT
@@ -183,3 +186,26 @@ def merge(source: Path, dest: Path) -> dict[str, int]:
                 count += 1
         added[src.name] = count
     return added
+
+
+class MergeError(Exception):
+    """An archive that holds no one folder of records to merge; the message is for the user."""
+
+
+def merge_from(source: Path, dest: Path) -> dict[str, int]:
+    """merge() from a results folder, or from an archive of one (a .tgz: the one folder of .jsonl records
+    inside it). MergeError: an unreadable archive, or one with no such folder or several."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = source
+        if source.is_file():
+            try:
+                with tarfile.open(source) as archive:
+                    archive.extractall(tmp, filter="data")
+            except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+                raise MergeError(f"{source}: not a readable archive of records ({type(exc).__name__}: {exc}); "
+                                 f"nothing was merged.") from None
+            found = sorted({p.parent for p in Path(tmp).rglob("*.jsonl")})
+            if len(found) != 1:
+                raise MergeError(f"{source}: expected one folder of .jsonl records inside, found {len(found)}.")
+            folder = found[0]
+        return merge(folder, dest)

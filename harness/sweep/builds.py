@@ -15,12 +15,11 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
+from ..paths import ROOT
 from ..protocol import brief
 from .lanes import parse_summaries
 
-ROOT = Path(__file__).resolve().parent.parent.parent
 JOBS_PER_BUILD = 4  # compiler processes one build may run (MAX_JOBS of torch's extension builder)
 BUILD_TIMEOUT_S = 900.0
 

@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from queue import Empty, Queue
@@ -27,7 +28,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsed
 from rich.progress import Progress as RichProgress
 from rich.table import Table
 
-from .. import results
+from .. import device, results
 from ..paths import ROOT
 from ..protocol import NEEDS_GPU, brief
 from ..rules import DEFAULT_TIMING
@@ -365,6 +366,21 @@ def local_events(jobs: list[SweepJob], lanes: list[Lane], options: Options):
         queue.stop()
         for proc in list(running.values()):
             kill(proc)
+
+
+def backend(jobs: list[SweepJob], options: Options, gpus: str | None, cpu_lanes: int | None,
+            ray_address: str | None) -> tuple[list[Lane], Iterator]:
+    """Where the jobs run and the events they yield: on the Ray cluster at `ray_address` (no local lanes), or
+    on this machine's lanes (make_lanes: the GPUs chosen, or `cpu_lanes` lanes without one)."""
+    if ray_address:
+        if gpus or cpu_lanes:
+            raise SweepError("--ray places jobs on the cluster's GPUs: drop --gpus and --lanes.")
+        from .ray_backend import ray_events
+        return [], ray_events(jobs, ray_address, options)
+    import torch
+    count = torch.cuda.device_count() if device.has_gpu() else 0
+    lanes = make_lanes(gpus, cpu_lanes, count, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    return lanes, local_events(jobs, lanes, options)
 
 
 @dataclass

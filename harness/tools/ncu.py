@@ -2,17 +2,27 @@
 
 `profile_case` runs ncu over this module's entry point, which generates the case's input, imports the file and
 makes one warm call (compiling outside the range), then one call inside the NVTX range 'custom_kernel'. A tool,
-not an evaluation: it decides nothing, so the file runs in this process.
+not an evaluation: it decides nothing, so the file runs in this process. `profiling(options)` is `run.py --ncu`:
+the benchmark cases of a run's options, each report also saved under results/profiles/.
 """
 import glob
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from reference.cases import Case, cases
+
+from .. import device, results
 from ..paths import ROOT
+from ..submission import Submission
+
+if TYPE_CHECKING:  # the process ncu watches loads none of the evaluator
+    from ..evaluator.runner import RunOptions
 
 RANGE = "custom_kernel"
 
@@ -38,6 +48,58 @@ def profile_case(ncu: str, task: str, submission: Path, kind: str, index: int, t
     return proc.returncode, proc.stdout + (proc.stderr if proc.returncode else "")
 
 
+class ProfileError(Exception):
+    """Profiling cannot start as asked; the message is for the user."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One case's ncu report, as saved."""
+
+    case: Case
+    path: Path
+    text: str
+    code: int  # ncu's exit code (124: it ran past the time limit)
+
+
+@dataclass(frozen=True)
+class Profiling:
+    """Profile mode under ncu for one run: the cases to profile and where their reports go."""
+
+    ncu: str
+    submission: Submission
+    kind: str  # benchmarks (contest shapes) or smoke
+    cases: list[Case]
+    out_dir: Path
+    timeout_s: float
+
+    def run(self, case: Case) -> Profile:
+        """ncu over one case; its report is written to out_dir as well."""
+        sub = self.submission
+        code, text = profile_case(self.ncu, sub.task, sub.path, self.kind, case.index, self.timeout_s)
+        path = self.out_dir / f"{sub.task}_{sub.version}_{self.kind}{case.index}.ncu.txt"
+        path.write_text(text)
+        return Profile(case, path, text, code)
+
+
+def profiling(options: "RunOptions") -> Profiling:
+    """The options' benchmark cases (only those of `only`, when given) under ncu, reports to results/profiles/.
+    ProfileError: a mode other than profile, no ncu, or no GPU."""
+    if options.mode not in (None, "profile"):
+        raise ProfileError("--ncu goes with --mode profile.")
+    ncu = find_ncu()
+    if ncu is None:
+        raise ProfileError("--ncu needs Nsight Compute (ncu), which is not installed here; plain --mode profile uses "
+                           "torch.profiler.")
+    if not device.has_gpu():
+        raise ProfileError("--ncu needs a GPU.")
+    kind = "benchmarks" if options.shapes == "contest" else "smoke"
+    out_dir = results.results_dir() / "profiles"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    chosen = [c for c in cases(options.submission.task, kind) if not options.only or c.index in options.only]
+    return Profiling(ncu, options.submission, kind, chosen, out_dir, options.timeout_s or 600)
+
+
 @click.command()
 @click.option("--task", required=True)
 @click.option("--submission", required=True, type=click.Path(exists=True, path_type=Path))
@@ -50,7 +112,6 @@ def main(task, submission, kind, index):
 
     from harness.submission import import_submission
     from reference import get_task
-    from reference.cases import cases
     case = cases(task, kind)[index]
     data = get_task(task).generate_input(**case.args)
     kernel = import_submission(submission.resolve()).custom_kernel

@@ -1,0 +1,72 @@
+"""A run of one submission file as the command line asks for it: the options of the run (RunOptions),
+the shape set `auto` stands for on this machine, and the modes in turn (test, then benchmark if every
+test passes, unless one mode is named), each a session whose records go to this device's records folder.
+What a person sees on the way is the command line's: it passes a Watch."""
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from .. import device, results
+from ..protocol import Job
+from ..rules import DEFAULT_MODES, DEFAULT_TIMING
+from ..submission import Submission
+from .session import RunSummary, execute
+
+
+def pick_shapes(shapes: str) -> str:
+    """auto: the contest's shapes on a GPU, the tiny smoke shapes on a CPU; contest and smoke as given."""
+    return shapes if shapes != "auto" else ("contest" if device.has_gpu() else "smoke")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """What a command asks of a run of one file."""
+
+    submission: Submission
+    mode: str | None = None  # None: DEFAULT_MODES in turn
+    shapes: str = "contest"  # contest or smoke (pick_shapes turns auto into one of them)
+    timeout_s: float | None = None  # one case's limit; None: its mode's (rules.TIMEOUT_S)
+    record: bool = True  # append the records to this device's records folder
+    secret_seed: int | None = None  # leaderboard mode: the key of its seeds comes from this; None: a fresh key
+    only: frozenset[int] = frozenset()  # the indices of the cases to run; empty: every case
+    confined: bool = True  # the worker runs in its sandbox
+    timing: str = DEFAULT_TIMING
+    keep_going: bool = False  # run the remaining cases after one hung or crashed
+
+    @property
+    def modes(self) -> tuple[str, ...]:
+        return (self.mode,) if self.mode else DEFAULT_MODES
+
+    def record_file(self) -> Path | None:
+        """Where this run's records are appended: <this device's records folder>/<task>.jsonl, or None."""
+        return results.records_dir(device.name()) / f"{self.submission.task}.jsonl" if self.record else None
+
+
+class Watch:
+    """What a run shows as it goes; this one shows nothing (the command line's shows a status line and a line
+    per record)."""
+
+    def mode(self, mode: str) -> AbstractContextManager:
+        """Entered while one mode's jobs run."""
+        return nullcontext()
+
+    def job_started(self, mode: str, job: Job) -> None:
+        """A job of the mode (a warm-up or a case) starts."""
+
+    def recorded(self, record: dict) -> None:
+        """A case ended in this record."""
+
+
+def run(options: RunOptions, watch: Watch = Watch()) -> Iterator[RunSummary]:
+    """The options' modes in turn, each one's summary as it ends; after a mode in which not every case passed,
+    the modes left are not run. ValueError: no case has an index of `only`."""
+    for mode in options.modes:
+        with watch.mode(mode):
+            summary = execute(options.submission, mode, options.shapes, options.timeout_s, options.record_file(),
+                              options.secret_seed, partial(watch.job_started, mode), watch.recorded,
+                              options.only, options.confined, options.timing, options.keep_going)
+        yield summary
+        if not summary.passed:
+            return

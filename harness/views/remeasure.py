@@ -1,0 +1,60 @@
+"""Versions measured again now, interleaved (harness.evaluator.session.measure_interleaved), where stored runs
+cannot settle a question: `diff --measure` sets each version against the first, per shape and over shapes;
+`submit --best` lets the stored ranking on this GPU nominate the fastest lineage versions and the fresh
+measurement decide among them (harness.views.best)."""
+from dataclasses import dataclass
+
+from reference.cases import cases, leaderboards
+
+from .. import device
+from ..evaluator import session
+from ..rules import DEFAULT_TIMING, TIMINGS
+from ..submission import Submission, resolve
+from .best import Decision, decide
+from .compare import paired_comparison
+from .lineage import ViewError, ranked, scoped, versions
+
+
+def measure(subs: list[Submission], shapes: str, rounds: int, timing: str, on_round=None) -> dict:
+    """{version: {shape index: [ns per round]}}; a view of legacy records measures with the default timing.
+    RuntimeError: a version's worker did not start, or the version failed a round."""
+    return session.measure_interleaved(subs, shapes, rounds, on_round,
+                                       timing=timing if timing in TIMINGS else DEFAULT_TIMING)
+
+
+def measured_diff(task: str, names: list[str], shapes: str, rounds: int, timing: str, on_round=None) -> dict:
+    """The named versions or files measured in interleaved rounds, each against the first
+    (harness.views.compare.paired_comparison, docs/json.md); the same file named twice is still two entries, told
+    apart as name#position. SubmissionError: a name that is no submission; RuntimeError: as measure."""
+    subs = [resolve(n, task, leaderboards()) for n in names]
+    for i, s in enumerate(subs):
+        s.version = f"{s.version}#{i}" if [t.path for t in subs].count(s.path) > 1 else s.version
+    pooled = measure(subs, shapes, rounds, timing, on_round)
+    labels = [case.label for case in cases(task, "benchmarks" if shapes == "contest" else "smoke")]
+    return paired_comparison(pooled, labels)
+
+
+@dataclass(frozen=True)
+class Nomination:
+    """The fastest lineage versions by the stored runs on one GPU, fastest first."""
+
+    gpu: str
+    versions: list[str]
+
+
+def nominate(task: str, shapes: str, timing: str, count: int) -> Nomination:
+    """Up to `count` lineage versions, ranked by their stored runs on this device. ViewError: none has a
+    complete run."""
+    scope, df = scoped(task, device.name(), timing, "benchmarks" if shapes == "contest" else "smoke")
+    lineage = {v.name for v in versions(task)}
+    top = [s.version for s in ranked(scope, df) if s.version in lineage][:count]
+    if not top:
+        raise ViewError(f"no lineage version of {task} has a complete {timing}-timed run on {scope.gpu}.")
+    return Nomination(scope.gpu, top)
+
+
+def choose(task: str, nomination: Nomination, shapes: str, rounds: int, timing: str, on_round=None) -> Decision:
+    """The nominated versions measured in interleaved rounds; the winner by paired intervals (harness.views.best).
+    RuntimeError: as measure."""
+    subs = [resolve(name, task, leaderboards()) for name in nomination.versions]
+    return decide(measure(subs, shapes, rounds, timing, on_round))

@@ -1,0 +1,106 @@
+"""The harness side of the command line: a run's options become the sessions of its modes (RunOptions,
+runner.run), versions measured again become diff rows (views.remeasure), an archive of records is merged
+(results.merge_from)."""
+import tarfile
+
+import pytest
+
+from harness import results
+from harness.evaluator import runner, session
+from harness.evaluator.session import RunSummary
+from harness.rules import DEFAULT_MODES, DEFAULT_TIMING
+from harness.submission import resolve
+from harness.views import remeasure
+from reference.cases import leaderboards
+
+
+def gemv(version="v0"):
+    return resolve(version, "gemv", leaderboards())
+
+
+def test_options_name_their_modes_and_where_records_go(results_dir):
+    options = runner.RunOptions(gemv())
+    assert options.modes == DEFAULT_MODES == ("test", "benchmark") and options.timing == DEFAULT_TIMING
+    assert runner.RunOptions(gemv(), "leaderboard").modes == ("leaderboard",)
+    assert options.record_file() == results_dir / "gemv.jsonl"  # $NVFP4_ARENA_RESULTS, as every run's
+    assert runner.RunOptions(gemv(), record=False).record_file() is None
+
+
+def fake_sessions(monkeypatch, passing: dict):
+    """runner.run's sessions, replaced by ones that pass or fail by mode and say what they were given."""
+    calls = []
+
+    def execute(sub, mode, shapes, timeout_s, record_to, secret_seed, on_start, on_record, only, confined, timing,
+                keep_going):
+        calls.append((mode, shapes, timeout_s, record_to, secret_seed, only, confined, timing, keep_going))
+        on_start("job")
+        status = "pass" if passing[mode] else "fail"
+        on_record({"status": status})
+        return RunSummary(sub, mode, shapes, timing, records=[{"status": status}])
+    monkeypatch.setattr(runner, "execute", execute)
+    return calls
+
+
+class Seen(runner.Watch):
+    def __init__(self):
+        self.events = []
+
+    def job_started(self, mode, job):
+        self.events.append(("start", mode, job))
+
+    def recorded(self, record):
+        self.events.append(("record", record["status"]))
+
+
+def test_a_run_is_its_modes_in_turn_until_one_fails(monkeypatch, results_dir):
+    calls = fake_sessions(monkeypatch, {"test": False, "benchmark": True})
+    options = runner.RunOptions(gemv(), None, "smoke", timeout_s=9.0, secret_seed=7, only=frozenset({1}), confined=False,
+                                timing="contest", keep_going=True)
+    watch = Seen()
+    summaries = list(runner.run(options, watch))
+    assert [s.mode for s in summaries] == ["test"]  # the benchmark is skipped
+    assert calls == [("test", "smoke", 9.0, results_dir / "gemv.jsonl", 7, frozenset({1}), False, "contest", True)]
+    assert watch.events == [("start", "test", "job"), ("record", "fail")]
+    calls = fake_sessions(monkeypatch, {"test": True, "benchmark": True})
+    assert [s.mode for s in runner.run(runner.RunOptions(gemv(), record=False))] == ["test", "benchmark"]
+    assert [c[0] for c in calls] == ["test", "benchmark"] and calls[0][3] is None
+
+
+@pytest.mark.slow
+def test_the_runner_records_what_a_session_records(results_dir):
+    """The same file, mode and cases through RunOptions as through session.execute: the same records."""
+    def essentials(summary):
+        return [(r["mode"], r["kind"], r["index"], r["shape"], r["values"], r["status"], r["timing"], r["seed"])
+                for r in summary.records]
+    options = runner.RunOptions(gemv(), "test", "smoke", only=frozenset({0}), record=False)
+    [summary] = runner.run(options)
+    direct = session.execute(gemv(), "test", "smoke", only={0})
+    assert essentials(summary) == essentials(direct) and len(summary.records) == 2 and summary.passed
+
+
+def test_measured_diff_sets_each_version_against_the_first(monkeypatch):
+    """A file named twice is still two entries; per shape and over shapes, the second against the first."""
+    asked = []
+
+    def measured(subs, shapes, rounds, on_round=None, timing=DEFAULT_TIMING):
+        asked.append(([s.version for s in subs], shapes, rounds, timing))
+        return {s.version: {0: [100.0, 110.0], 1: [200.0, 220.0]} for s in subs}
+    monkeypatch.setattr(session, "measure_interleaved", measured)
+    diff = remeasure.measured_diff("gemv", ["v0", "v0"], "smoke", 2, "legacy")
+    assert asked == [(["v0#0", "v0#1"], "smoke", 2, DEFAULT_TIMING)]  # legacy records: measured with the default
+    assert diff["base"] == "v0#0" and [r["index"] for r in diff["rows"]] == [0, 1]
+    assert [v["version"] for v in diff["rows"][0]["versions"]] == ["v0#0", "v0#1"]
+    second = diff["geomean"][1]
+    assert second["speedup_vs_base"] == pytest.approx(1.0) and second["verdict"] == "no significant difference"
+
+
+def test_merge_from_an_archive_wants_one_folder_of_records(results_dir, tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "gemv.jsonl").write_text("")
+    with tarfile.open(tmp_path / "two.tgz", "w:gz") as archive:
+        archive.add(tmp_path / "a", arcname="a")
+        archive.add(tmp_path / "b", arcname="b")
+    with pytest.raises(results.MergeError, match="expected one folder of .jsonl records inside, found 2"):
+        results.merge_from(tmp_path / "two.tgz", results_dir)
+    assert results.merge_from(tmp_path / "a", results_dir) == {"gemv.jsonl": 0}
