@@ -8,6 +8,7 @@
 import os
 import signal
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -365,12 +366,14 @@ def diff(task, all_versions, gpu, timing, as_json, smoke, measure, rounds, shape
 
 
 def measuring(what: str, rounds: int, failed: str, measure):
-    """measure(on_round) under a status line that counts the interleaved rounds; a failed measurement stops
-    with `failed` and the reason."""
+    """measure(on_round, on_build) under a status line that counts the interleaved rounds, after a line per file
+    built before them; a failed measurement stops with `failed` and the reason."""
     from harness.protocol import brief
+    from harness.sweep.builds import say
     with err_console.status(what) as status:
         try:
-            return measure(lambda r, v: status.update(f"round {r}/{rounds}: {v} done"))
+            return measure(lambda r, v: status.update(f"round {r}/{rounds}: {v} done"),
+                           lambda build: err_console.print(say(build), markup=False, highlight=False))
         except RuntimeError as exc:
             fail(f"{failed}{brief(str(exc))} (run that version alone with --traceback to see where)", code=1)
 
@@ -384,7 +387,8 @@ def diff_measured(task, names, shapes, rounds, as_json, timing) -> int:
         fail("--measure compares at least two versions.")
     try:
         compared = measuring("measuring", rounds, "",
-                             lambda on_round: measured_diff(task, names, shapes, rounds, timing, on_round))
+                             lambda on_round, on_build: measured_diff(task, names, shapes, rounds, timing, on_round,
+                                                                      on_build))
     except SubmissionError as exc:
         fail(str(exc))
     gpu = device.name()
@@ -420,7 +424,8 @@ def choose_best(task, shapes, timing, candidates, rounds, console):
     if len(top) == 1:
         return top[0], None
     decision = measuring("measuring the candidates", rounds, "re-measuring the candidates failed, nothing was submitted: ",
-                         lambda on_round: choose(task, nomination, shapes, rounds, timing, on_round))
+                         lambda on_round, on_build: choose(task, nomination, shapes, rounds, timing, on_round,
+                                                           on_build))
     import pandas as pd
     console.print(frame_table(pd.DataFrame([{
         "version": s.version, "geomean µs now": s.geomean_ns / 1e3, f"×{decision.fastest}": s.vs_fastest.point,
@@ -573,6 +578,7 @@ def sweep(tasks, versions, mode, gpus, cpu_lanes, ray_address, shapes, timing, c
     """Run many versions at once, one lane per GPU (or on a Ray cluster): a shared queue, records
     appended by this process alone, lost jobs retried on another lane, a summary at the end."""
     from harness.sweep import lanes as sw
+    from harness.sweep.builds import before_timing, say
     chosen = TASKS if "all" in tasks else list(dict.fromkeys(tasks))
     try:
         jobs = sw.make_jobs((t, v) for t in chosen for v in sw.parse_versions(t, versions))
@@ -581,6 +587,13 @@ def sweep(tasks, versions, mode, gpus, cpu_lanes, ray_address, shapes, timing, c
         out = report.console(stderr=as_json)
         where = f"Ray at {ray_address}" if ray_address else f"{len(lanes)} lane(s): {', '.join(l.name for l in lanes)}"
         out.print(f"sweep: {len(jobs)} job(s), {mode} mode, on {where}", highlight=False)
+        if not ray_address:  # on a Ray cluster each job builds where it runs
+            started = time.monotonic()
+            built = before_timing([(j.task, j.version) for j in jobs],
+                                  lambda build: out.print(say(build), markup=False, highlight=False))
+            if built:
+                out.print(f"built {len(built)} file(s) in {time.monotonic() - started:,.1f} s before timing, "
+                          f"{sum(not b.ok for b in built)} failed", highlight=False)
         with sw.SweepView(out, [l.name for l in lanes], len(jobs)) as view:
             result = sw.drive(events, device.name(), view)
     except sw.SweepError as exc:

@@ -34,3 +34,27 @@ def test_a_failing_build_is_reported_and_the_others_still_build(tmp_path, result
     assert ok.ok and not ok.message
     assert not bad.ok and bad.message.startswith("error: ") and "cannot build this one" in bad.message
     assert not results_dir.exists()  # builds write no records
+
+
+def test_builds_happen_only_where_there_is_a_gpu(monkeypatch):
+    built = []
+    monkeypatch.setattr(builds, "build_all", lambda pairs, on_build=None: built.append(list(pairs)) or [])
+    monkeypatch.setattr(builds, "has_gpu", lambda: False)
+    assert builds.before_timing([("gemv", "v1")]) == [] and built == []
+    monkeypatch.setattr(builds, "has_gpu", lambda: True)
+    builds.before_timing([("gemv", "v1")])
+    assert built == [[("gemv", "v1")]]
+
+
+def test_re_measuring_builds_every_file_first(monkeypatch):
+    """diff --measure and submit --best: the files named are built before the first round."""
+    from harness.evaluator import session
+    from harness.views import remeasure
+    order = []
+    monkeypatch.setattr(remeasure, "before_timing", lambda pairs, on_build=None: order.append(("build", pairs)))
+    monkeypatch.setattr(session, "measure_interleaved", lambda subs, *a, **kw: order.append(("measure", len(subs)))
+                        or {s.version: {0: [1.0, 1.0]} for s in subs})
+    remeasure.measured_diff("gemv", ["v0", "v1"], "smoke", 2, "arena")
+    assert [step for step, _ in order] == ["build", "measure"]
+    assert [task for task, _ in order[0][1]] == ["gemv", "gemv"]
+    assert [path.rsplit("/", 1)[-1] for _, path in order[0][1]] == ["v0.py", "v1.py"]

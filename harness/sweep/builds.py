@@ -16,6 +16,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from ..device import has_gpu
 from ..paths import ROOT
 from ..protocol import brief
 from .lanes import parse_summaries
@@ -74,14 +75,24 @@ def build_all(pairs, workers: int | None = None, on_build=None) -> list[Build]:
     return built
 
 
+def before_timing(pairs, on_build=None) -> list[Build]:
+    """On a GPU machine, build_all(pairs) ahead of the timed runs; elsewhere nothing (a CPU compiles no CUDA, and
+    its cores run the timed work)."""
+    return build_all(pairs, on_build=on_build) if has_gpu() else []
+
+
+def say(build: Build) -> str:
+    """One line per build, as the sweep and the re-measuring commands print it."""
+    why = f": {build.message}" if build.message else ""
+    return f"{'built' if build.ok else 'build failed:'} {build.task} {build.version} ({build.seconds:.1f} s){why}"
+
+
 def main(specs: list[str]) -> int:
     pairs = [tuple(spec.split(":", 1)) for spec in specs]
     if not pairs or any(len(p) != 2 for p in pairs):
         print("usage: python -m harness.sweep.builds TASK:VERSION ...", file=sys.stderr)
         return 2
-    built = build_all(pairs, on_build=lambda b: print(
-        f"{'built' if b.ok else 'failed'} {b.task} {b.version} ({b.seconds:.1f} s){': ' + b.message if b.message else ''}",
-        flush=True))
+    built = build_all(pairs, on_build=lambda b: print(say(b), flush=True))
     return 0 if all(b.ok for b in built) else 1
 
 

@@ -10,26 +10,30 @@ from .. import device
 from ..evaluator import session
 from ..rules import DEFAULT_TIMING, TIMINGS
 from ..submission import Submission, resolve
+from ..sweep.builds import before_timing
 from .best import Decision, decide
 from .compare import paired_comparison
 from .lineage import ViewError, ranked, scoped, versions
 
 
-def measure(subs: list[Submission], shapes: str, rounds: int, timing: str, on_round=None) -> dict:
-    """{version: {shape index: [ns per round]}}; a view of legacy records measures with the default timing.
+def measure(subs: list[Submission], shapes: str, rounds: int, timing: str, on_round=None, on_build=None) -> dict:
+    """{version: {shape index: [ns per round]}}, every file built first on a GPU (harness.sweep.builds;
+    on_build(Build) as each ends); a view of legacy records measures with the default timing.
     RuntimeError: a version's worker did not start, or the version failed a round."""
+    before_timing([(s.task, str(s.path)) for s in subs], on_build)
     return session.measure_interleaved(subs, shapes, rounds, on_round,
                                        timing=timing if timing in TIMINGS else DEFAULT_TIMING)
 
 
-def measured_diff(task: str, names: list[str], shapes: str, rounds: int, timing: str, on_round=None) -> dict:
+def measured_diff(task: str, names: list[str], shapes: str, rounds: int, timing: str, on_round=None,
+                  on_build=None) -> dict:
     """The named versions or files measured in interleaved rounds, each against the first
     (harness.views.compare.paired_comparison, docs/json.md); the same file named twice is still two entries, told
     apart as name#position. SubmissionError: a name that is no submission; RuntimeError: as measure."""
     subs = [resolve(n, task, leaderboards()) for n in names]
     for i, s in enumerate(subs):
         s.version = f"{s.version}#{i}" if [t.path for t in subs].count(s.path) > 1 else s.version
-    pooled = measure(subs, shapes, rounds, timing, on_round)
+    pooled = measure(subs, shapes, rounds, timing, on_round, on_build)
     labels = [case.label for case in cases(task, "benchmarks" if shapes == "contest" else "smoke")]
     return paired_comparison(pooled, labels)
 
@@ -53,8 +57,9 @@ def nominate(task: str, shapes: str, timing: str, count: int) -> Nomination:
     return Nomination(scope.gpu, top)
 
 
-def choose(task: str, nomination: Nomination, shapes: str, rounds: int, timing: str, on_round=None) -> Decision:
+def choose(task: str, nomination: Nomination, shapes: str, rounds: int, timing: str, on_round=None,
+           on_build=None) -> Decision:
     """The nominated versions measured in interleaved rounds; the winner by paired intervals (harness.views.best).
     RuntimeError: as measure."""
     subs = [resolve(name, task, leaderboards()) for name in nomination.versions]
-    return decide(measure(subs, shapes, rounds, timing, on_round))
+    return decide(measure(subs, shapes, rounds, timing, on_round, on_build))
