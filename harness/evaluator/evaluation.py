@@ -130,16 +130,18 @@ class Evaluation:
         self.timeout_s = timeout_s
         self.seeds = SeedSource()
         self.gpu = torch.cuda.is_available()
-        self.flush = L2Flush() if self.gpu else None
-        self.telemetry = Telemetry.open() if self.gpu else None
         if not self.gpu:
             torch.set_num_threads(1)  # idle OpenMP threads spin for a while: they would share the worker's cores
         self.slots = []
+        self.worker = None
         self.unreported = Phases()  # reported by the first recorded job this worker serves
-        with self.unreported("start"):
-            self.worker = WorkerProcess(task, path, timeout_s, confined)
-        self.sandbox = self.worker.sandbox
         try:
+            with self.unreported("start"):
+                self.worker = WorkerProcess(task, path, timeout_s, confined)
+                self.flush = L2Flush() if self.gpu else None  # while the worker starts
+                self.telemetry = Telemetry.open() if self.gpu else None
+                self.worker.wait_ready()
+            self.sandbox = self.worker.sandbox
             with self.unreported("calibrate"):
                 self.witness_calibration = self.calibrate()
             with self.unreported("load"):
@@ -414,4 +416,5 @@ class Evaluation:
         for slot in self.slots:
             slot.close()
         self.slots = []
-        self.worker.stop()
+        if self.worker is not None:  # none when it could not be started
+            self.worker.stop()

@@ -116,7 +116,8 @@ class _Output(threading.Thread):
 
 
 class WorkerProcess:
-    """One worker: started confined, "ready" awaited; the caller then calibrates and sends "load"."""
+    """One worker: started confined; the caller awaits wait_ready() (doing its own set-up meanwhile), then
+    calibrates and sends "load"."""
 
     def __init__(self, task: str, path: str, timeout_s: float, confined: bool = True):
         self.timeout_s = timeout_s
@@ -140,7 +141,11 @@ class WorkerProcess:
         self.reader = channel.Reader(self.fd)
         self.output = _Output(self.process.stdout)
         self.output.start()
-        ready = self.expect(("ready",), time.monotonic() + timeout_s + STARTUP_GRACE_S)
+
+    def wait_ready(self):
+        """The worker's "ready": its interpreter, torch and CUDA context up, confined; its sandbox and the hold's
+        timeout as it reported them."""
+        ready = self.expect(("ready",), time.monotonic() + self.timeout_s + STARTUP_GRACE_S)
         self.sandbox = str(ready.get("sandbox", "none: unreported"))
         self.clear_ns = ready.get("clear_ns") if isinstance(ready.get("clear_ns"), (int, float)) else None
 
