@@ -20,8 +20,9 @@ from harness import device, results
 from harness.evaluator import runner
 from harness.protocol import RECORD_TIMINGS
 from harness.rules import DEFAULT_TIMING, MODES, RECORDED_MODES, TIMINGS
-from harness.submission import SubmissionError, resolve, task_from_leaderboard
+from harness.submission import SubmissionError, task_from_leaderboard
 from harness.views import report
+from harness.views.tries import resolve
 from reference import TASKS
 from reference.cases import leaderboards, task_config
 
@@ -194,7 +195,10 @@ class ArenaGroup(click.Group):
 @click.option("--task", "--leaderboard", "task", type=TASK,
               help="Problem (gemv, ... or the contest's nvfp4_gemv, ...); optional when the file has a #!POPCORN "
                    "leaderboard line.")
-@click.option("--submission", "submission", help="Lineage version (v0, v23, ...) or a path to any submission file.")
+@click.option("--submission", "submission", help="Lineage version (v0, v23, ...), a path to any submission file, "
+                                                "or a past try as name@hash (a prefix of at least 4 hex).")
+@click.option("--name", "name", help="Store this try under NAME instead of the file's name (it is then shown as "
+                                     "NAME@hash and compared with NAME's previous try).")
 @click.option("--mode", type=click.Choice(MODES), help="Default: test, then benchmark if every test passes.")
 @click.option("--shapes", type=SHAPES, default="auto", show_default=True,
               help="auto = the contest's shapes on a GPU, the tiny smoke shapes on a CPU.")
@@ -214,8 +218,8 @@ class ArenaGroup(click.Group):
 @click.option("--no-tui", is_flag=True, help="Plain text, no colours (popcorn-cli's flag; output to a file or pipe is "
                                             "plain anyway).")
 @click.pass_context
-def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_seed, ncu, timing, unconfined, keep_going,
-        show_traceback, as_json, no_tui):
+def cli(ctx, task, submission, name, mode, shapes, timeout, only, no_record, secret_seed, ncu, timing, unconfined,
+        keep_going, show_traceback, as_json, no_tui):
     """Check and time an NVFP4 submission as the GPU MODE contest did."""
     exit_on_signals()
     if no_tui:  # rich's variables, read by every console made from here on: no terminal codes, no live progress
@@ -228,7 +232,7 @@ def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_se
     if not submission:
         fail("nothing to run: give --submission (e.g. --task gemm --submission v0), or a command such as calibrate.")
     try:
-        sub = resolve(submission, task, leaderboards())
+        sub = resolve(submission, task, leaderboards(), name)
     except SubmissionError as exc:
         fail(str(exc))
     if shapes == "auto":
@@ -262,8 +266,13 @@ def cli(ctx, task, submission, mode, shapes, timeout, only, no_record, secret_se
                           + (f" {', '.join(skipped).capitalize()} skipped." if skipped else ""))
     except ValueError as exc:
         fail(str(exc))
+    from harness.views.previous import previous_try
+    compared = previous_try(summaries)
+    if compared:
+        out.print(frame_table(compared.table(), compared.title()))
+        out.print(compared.note(), highlight=False)
     if as_json:
-        emit_json(report.as_json(summaries, [vars(f) for f in findings]))
+        emit_json(report.as_json(summaries, [vars(f) for f in findings], compared.as_json() if compared else None))
     stored = not any(s.unstored for s in summaries)
     sys.exit(0 if all(s.passed for s in summaries) and len(summaries) == len(options.modes) and stored else 1)
 
@@ -357,11 +366,10 @@ def diff(task, all_versions, gpu, timing, as_json, smoke, measure, rounds, shape
         fail("name versions to compare (e.g. v0 v1), or pass --all.")
     if measure:
         sys.exit(diff_measured(task, names, runner.pick_shapes(shapes), rounds, as_json, timing))
-    names = [Path(n).stem if n.endswith(".py") else n for n in names]  # a file's runs are stored under its name
     view = answer(per_shape_table, task, names, gpu, timing, kind)
     if as_json:
         return emit_json(view.as_json())
-    what = " vs ".join(f"{n} ({plural(view.runs[n], 'run')})" for n in names)
+    what = " vs ".join(f"{n} ({plural(runs, 'run')})" for n, runs in view.runs.items())
     report.console().print(frame_table(view.table, view.scope.title(what)))
 
 
@@ -439,7 +447,8 @@ def choose_best(task, shapes, timing, candidates, rounds, console):
 @click.argument("file", required=False)
 @click.option("--task", "--leaderboard", "task", type=TASK,
               help="Problem; optional when the file has a #!POPCORN leaderboard line or lives in submissions/<task>/.")
-@click.option("--submission", "submission", help="Version (vN) or path to submit (or give the path as the argument).")
+@click.option("--submission", "submission", help="Version (vN), path or past try (name@hash) to submit (or give it as "
+                                                "the argument).")
 @click.option("--best", is_flag=True,
               help="Measure the fastest stored versions again, interleaved, and submit the winner (a tie: the oldest).")
 @click.option("--candidates", type=click.IntRange(1), default=3, show_default=True,

@@ -66,9 +66,9 @@ class Record:
     run_id: str
     timestamp: str
     task: str
-    version: str
+    version: str  # the try's name: a lineage version vN, the file's stem, or the label given with --name
     submission: str
-    sha256: str
+    sha256: str  # of the file's content: with version, what identifies a try (harness.views.tries)
     mode: str
     kind: str
     index: int

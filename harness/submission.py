@@ -23,7 +23,8 @@ class SubmissionError(Exception):
 class Submission:
     path: Path
     task: str
-    version: str  # "v7" for lineage files; otherwise the file stem, or "folder-v7" where the stem looks like a version
+    version: str  # "v7" for lineage files; otherwise the file stem, or "folder-v7" where the stem looks like a version;
+    # or the label given with --name (harness.views.tries)
     sha256: str
     headers: dict = field(default_factory=dict)
 

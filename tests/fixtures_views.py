@@ -6,7 +6,7 @@ H200 = "NVIDIA H200"
 
 
 def record(task, version, run_id, index, mean_us, *, gpu=H200, timing="arena", kind="benchmarks", median_us=None,
-           host_us=None, host_bound=None, ts="2026-11-22T08:00:00"):
+           host_us=None, host_bound=None, ts="2026-11-22T08:00:00", sha256=None):
     rec = {"task": task, "version": version, "run_id": run_id, "timestamp": ts, "index": index,
            "shape": cases(task, kind)[index].label, "mode": "benchmark", "kind": kind, "status": "pass",
            "sol_ns": 10_000.0, "flops": 2e9 * (index + 1), "bytes": 1e8,
@@ -17,6 +17,8 @@ def record(task, version, run_id, index, mean_us, *, gpu=H200, timing="arena", k
         rec["stats"]["host_ns"] = host_us * 1e3
     if host_bound is not None:
         rec["host_bound"] = host_bound
+    if sha256 is not None:
+        rec["sha256"] = sha256
     return rec
 
 

@@ -221,6 +221,27 @@ def test_lineage_chart_of_27_versions_is_readable(results_dir):
         assert disjoint(boxes(ticks, renderer)), ax.get_title(loc="left")
 
 
+def test_lineage_chart_with_earlier_contents_is_readable(results_dir):
+    """Every third version also has runs of an earlier content: its try label (vN@1a2b3c4) follows it."""
+    from harness.views.lineage import scoped
+    from harness.views.plots import lineage_figure
+    names = [v.name for v in versions("group_gemm")]
+    store(results_dir, [r for k, name in enumerate(names) for r in
+                        run("group_gemm", name, f"r{k}", [300 / (k + 1), 200 / (k + 1), 90, 40])]
+          + [r for k, name in enumerate(names[::3]) for r in
+             run("group_gemm", name, f"e{k}", [310 / (3 * k + 1), 210, 95, 41], sha256=f"{k:02x}" * 32)])
+    scope, df = scoped("group_gemm")
+    fig = lineage_figure(scope, df)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    shown = [t.get_text() for t in fig.get_axes()[0].get_xticklabels()]
+    assert shown[:3] == [names[0], "v0@0000000", names[1]] and len(shown) == len(names) + len(names[::3])
+    for ax in fig.get_axes():
+        ticks = ax.get_xticklabels()
+        assert all(t.get_fontsize() >= 8 for t in ticks)
+        assert disjoint(boxes(ticks, renderer)), ax.get_title(loc="left")
+
+
 def test_roofline_labels_do_not_overlap_or_leave_the_figure(results_dir):
     from harness.views.lineage import scoped
     from harness.views.plots import roofline_figure

@@ -7,7 +7,7 @@ from pathlib import Path
 from reference import get_task
 from reference.cases import Case, cases
 
-from .. import results, sol
+from .. import results, sol, sources
 from ..device import describe, has_gpu
 from ..protocol import Job, Record, Result
 from ..rules import DEFAULT_TIMING, IMPOSSIBLE_FRACTION, MODES, RECORDED_MODES, TIMEOUT_S, for_device, task_rules
@@ -188,6 +188,8 @@ def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = N
     summary = RunSummary(sub, mode, shapes, timing, device=describe(), hooks=startup_hooks())  # the evaluator's view
     run_id = uuid.uuid4().hex[:12]
     calibration = sol.load_calibration(results.results_dir() / "calibration.json", summary.device.get("name"))
+    if record_to is not None and mode != "profile":
+        sources.keep(sub.path, sub.sha256)
 
     def finished(job, result, sandbox):
         summary.sandbox = sandbox or summary.sandbox

@@ -1,6 +1,7 @@
 """The lineage view of results: each version's parent and idea (from its docstring) and its stored
 benchmark runs of one task on one GPU with one timing method, as tables for `list`, `diff`, `plot`,
-`report` and `submit --best`.
+`report` and `submit --best`. Runs are grouped by try, one content of a named file, under the try's
+label (harness/views/tries.py).
 
 A version's number is the geomean over shapes of the median over its complete runs (runs that
 timed every shape), so one noisy run cannot move it far; per shape the statistic is the contest's
@@ -12,18 +13,19 @@ from pathlib import Path
 
 import pandas as pd
 
-from reference.cases import cases
+from reference.cases import cases, leaderboards
 
 from ..protocol import timing_of
 from ..results import LOCAL, read_all, results_dir
 from ..rules import DEFAULT_TIMING
 from ..stats import geomean
-from ..submission import SUBMISSIONS, docstring, version_key
+from ..submission import SUBMISSIONS, SubmissionError, docstring, version_key
+from . import tries
 
 PARENT = re.compile(r"Parent:\s*(v\d+\w*|none)", re.IGNORECASE)
 CPU = "cpu"
-COLUMNS = ["version", "run_id", "timestamp", "index", "shape", "mean_ns", "median_ns", "host_ns", "host_bound",
-           "sol_ns", "flops", "bytes", "gpu", "timing"]
+COLUMNS = ["version", "name", "sha256", "run_id", "timestamp", "index", "shape", "mean_ns", "median_ns", "host_ns",
+           "host_bound", "sol_ns", "flops", "bytes", "gpu", "timing"]
 
 
 class ViewError(ValueError):
@@ -98,16 +100,25 @@ def versions(task: str) -> list[Version]:
 def benchmark_records(task: str, kind: str = "benchmarks") -> pd.DataFrame:
     """Passing benchmark-mode records of one case kind (contest benchmarks or smoke), every GPU and
     timing method, one row per shape per run."""
-    rows = [r for r in read_all(f"{task}.jsonl")
+    return benchmark_frame(task, read_all(f"{task}.jsonl"), kind)
+
+
+def benchmark_frame(task: str, records: list[dict], kind: str) -> pd.DataFrame:
+    """The passing benchmark-mode records among `records`, one row per shape per run; `version` is the
+    try's label, `name` the name it was run under."""
+    rows = [r for r in records
             if r.get("mode") == "benchmark" and r.get("kind") == kind and r.get("status") == "pass"
             and r.get("stats") and not r.get("unguarded")]
-    return pd.DataFrame([{
-        "version": r["version"], "run_id": r["run_id"], "timestamp": r["timestamp"], "index": r["index"],
+    df = pd.DataFrame([{
+        "version": r["version"], "name": r["version"], "sha256": r.get("sha256"), "run_id": r["run_id"],
+        "timestamp": r["timestamp"], "index": r["index"],
         "shape": r["shape"], "mean_ns": r["stats"]["mean"], "median_ns": r["stats"].get("median"),
         "host_ns": r["stats"].get("host_ns"), "host_bound": r.get("host_bound"), "sol_ns": r.get("sol_ns"),
         "flops": r.get("flops"), "bytes": r.get("bytes"), "gpu": (r.get("gpu") or {}).get("name"),
         "timing": timing_of(r),
     } for r in rows], columns=COLUMNS)
+    df["version"] = tries.labels(task, df)
+    return df
 
 
 def run_counts(df: pd.DataFrame, column: str) -> str:
@@ -227,19 +238,22 @@ def us(ns: float | None) -> float | None:
 
 def lineage_table(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMING,
                   kind: str = "benchmarks") -> View:
-    """Every lineage version (and any other version with runs): parent, idea, runs, geomean, the
-    spread of its runs, rank, ×SOL and ×parent."""
+    """Every lineage version, then every other try with runs (a version's earlier contents after it, a
+    name's tries newest first): parent, idea, runs, geomean, the spread of its runs, rank, ×SOL and
+    ×parent (against the parent's current content, or its newest try with runs here, as named)."""
     scope, df = scoped(task, gpu, timing, kind)
     score = scores(scope, df)
     rank = {s.version: i + 1 for i, s in enumerate(ranked(scope, df))}
-    lineage = versions(task)
-    known = {v.name for v in lineage}
-    extra = [Version(name, None, "(not in the lineage)", Path()) for name in sorted(score, key=version_key)
-             if name not in known]
+    every = benchmark_records(task, kind)
+    lineage = {v.name: v for v in versions(task)}
     rows = []
-    for v in lineage + extra:
-        s, p = score.get(v.name), score.get(v.parent) if v.parent else None
-        rows.append({"rank": rank.get(v.name), "version": v.name, "parent": v.parent, "idea": v.idea,
+    for name in tries.order([*lineage, *score], list(lineage), every):
+        v = lineage.get(tries.name_of(name, every))
+        idea = (v.idea if v and v.name == name else "edited since" if tries.edited_since(task, name, every)
+                else "(not in the lineage)")
+        parent = (tries.stand_in(v.parent, score, every) or v.parent) if v and v.parent else None
+        s, p = score.get(name), score.get(parent)
+        rows.append({"rank": rank.get(name), "version": name, "parent": parent, "idea": idea,
                      "runs": s.runs if s else 0, "geomean_ns": s.geomean_ns if s else None,
                      "spread_pct": 100 * s.spread if s and s.spread is not None else None,
                      "sol_multiple": s.geomean_ns / s.sol_ns if s and s.sol_ns else None,
@@ -275,26 +289,34 @@ DIFF_COLUMNS = {"mean_ns": "mean µs", "median_ns": "median µs", "speedup_vs_pa
 
 def per_shape_table(task: str, names: list[str], gpu: str | None = None, timing: str = DEFAULT_TIMING,
                     kind: str = "benchmarks") -> View:
-    """Per shape and version: mean and median (each the median over runs), ×parent, ×v0 and ×SOL on the
-    scope's statistic, and host time per call and a host-bound flag where the records carry them; then the
-    geomean over shapes of each number. The body holds them per shape as a list of versions (docs/json.md),
-    the table as a column per version and number, with a geomean row."""
+    """Per shape and try named (a version, a file, name@hash: tries.pick): mean and median (each the median
+    over runs), ×parent, ×v0 (each against that version's current content, or its newest try with runs here)
+    and ×SOL on the scope's statistic, and host time per call and a host-bound flag where the records carry
+    them; then the geomean over shapes of each number. The body holds them per shape as a list of tries
+    (docs/json.md), the table as a column per try and number, with a geomean row."""
     scope, df = scoped(task, gpu, timing, kind)
+    every = benchmark_records(task, kind)
+    present = set(df["version"])
+    try:
+        names = list(dict.fromkeys(tries.pick(task, n, present, every, leaderboards()) for n in names))
+    except (tries.TryError, SubmissionError) as exc:
+        raise ViewError(str(exc)) from None
     check_names(task, names, scope, df)
     parents = {v.name: v.parent for v in versions(task)}
     shapes = per_shape(df)
     column = f"{scope.statistic}_ns"
     first = shapes.loc[names[0]]
-    measured = set(shapes.index.get_level_values(0))
 
     def numbers(values) -> list:
         return [None if pd.isna(v) else float(v) for v in values]
     per_version = {}
     for name in names:
         mine = shapes.loc[name]
-        ratios = {label: numbers(shapes.loc[other][column] / mine[column])
-                  if other and other != name and other in measured else [None] * len(mine)
-                  for label, other in (("speedup_vs_parent", parents.get(name)), ("speedup_vs_v0", "v0"))}
+        ratios = {}
+        for key, version in (("speedup_vs_parent", parents.get(tries.name_of(name, every))), ("speedup_vs_v0", "v0")):
+            other = tries.stand_in(version, present, every) if version else None
+            ratios[key] = (numbers(shapes.loc[other][column] / mine[column]) if other and other != name
+                           else [None] * len(mine))
         sol = numbers(mine[column] / mine["sol_ns"]) if mine["sol_ns"].notna().all() else [None] * len(mine)
         per_version[name] = {"mean_ns": numbers(mine["mean_ns"]), "median_ns": numbers(mine["median_ns"]), **ratios,
                              "sol_multiple": sol, "host_ns": numbers(mine["host_ns"]),
@@ -304,8 +326,8 @@ def per_shape_table(task: str, names: list[str], gpu: str | None = None, timing:
                           for name in names]}
             for i, (index, label) in enumerate(zip(first.index, first["shape"]))]
     def across(values: list) -> float | None:  # the geomean over the shapes that have the number
-        present = [v for v in values if v is not None]
-        return geomean(present) if present else None
+        known = [v for v in values if v is not None]
+        return geomean(known) if known else None
     geo = [{"version": name, **{key: across(values) for key, values in per_version[name].items() if key != "host_bound"}}
            for name in names]
     runs = df.groupby("version")["run_id"].nunique()

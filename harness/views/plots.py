@@ -12,7 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from .. import sol  # noqa: E402
-from .lineage import Scope, per_shape, plural, ranked, scoped, scores, versions  # noqa: E402
+from . import tries  # noqa: E402
+from .lineage import Scope, benchmark_records, per_shape, plural, ranked, scoped, scores, versions  # noqa: E402
 from ..rules import DEFAULT_TIMING  # noqa: E402
 
 IDEA_LABELS_UP_TO = 10  # versions per chart that still get their idea written under the name
@@ -44,6 +45,12 @@ def fit_ticks(labels: list[str], axes_width_in: float) -> dict:
     """Upright names when they fit side by side in the axes, else turned 90 degrees; never smaller than TICK_PT."""
     needed_pt = sum(len(label) + 1 for label in labels) * CHAR_EM * TICK_PT
     return {"fontsize": TICK_PT, "rotation": 0 if needed_pt < 0.9 * axes_width_in * 72 else 90}
+
+
+def fit_turned(labels: list[str], axes_width_in: float) -> bool:
+    """Whether the labels, turned 90 degrees, fit side by side in the axes (a turned label takes about
+    1.1 times its size, with the gap to the next)."""
+    return len(labels) * 1.1 * TICK_PT < 0.9 * axes_width_in * 72
 
 
 def spread_labels(ys: list[float], gap: float, low: float = 0.0, high: float = 1.0) -> list[float]:
@@ -86,16 +93,18 @@ def draw_series(ax, names, ys, lows, highs, sol_ns, title, best):
 
 
 def lineage_figure(scope: Scope, df):
-    """Geomean panel across the top, then the shapes two per row; x: versions in lineage order."""
+    """Geomean panel across the top, then the shapes two per row (one per row where the tries would not fit
+    in half the width); x: tries in the order `list` shows them."""
     column = f"{scope.statistic}_ns"
     score = scores(scope, df)
     shapes = per_shape(df)
     spread = df.groupby(["version", "index"])[column].agg(["min", "max"])
-    order = [v for v in versions(scope.task) if v.name in score]
-    names = [v.name for v in order] + sorted(set(score) - {v.name for v in order})
+    lineage = versions(scope.task)
+    order = [v for v in lineage if v.name in score]
+    names = tries.order(list(score), [v.name for v in lineage], benchmark_records(scope.task, scope.kind))
     best = ranked(scope, df)[0].version
     indices = sorted(set(df["index"]))
-    cols = 1 if len(indices) == 1 else 2
+    cols = 1 if len(indices) == 1 or not fit_turned(names, WIDTH_IN / 2 - 1.0) else 2
     rows = math.ceil(len(indices) / cols)
     fig = plt.figure(figsize=(WIDTH_IN, 3.8 + 2.9 * rows), layout="constrained")
     grid = fig.add_gridspec(1 + rows, cols, height_ratios=[1.35] + [1] * rows)
@@ -103,7 +112,7 @@ def lineage_figure(scope: Scope, df):
     draw_series(top, names, [score[n].geomean_ns / 1e3 for n in names], [score[n].low_ns / 1e3 for n in names],
                 [score[n].high_ns / 1e3 for n in names], score[best].sol_ns,
                 f"geomean over {len(indices)} shapes (the ranking number; bars: fastest and slowest run)", best)
-    labels, style = tick_labels(order) if len(names) == len(order) else (names, {"fontsize": TICK_PT})
+    labels, style = tick_labels(order) if len(names) == len(order) else (names, fit_ticks(names, WIDTH_IN - 1.0))
     top.set_xticks(range(len(names)), labels, **style)
     for k, index in enumerate(indices):
         ax = fig.add_subplot(grid[1 + k // cols, k % cols])

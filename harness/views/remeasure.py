@@ -11,6 +11,7 @@ from ..evaluator import session
 from ..rules import DEFAULT_TIMING, TIMINGS
 from ..submission import Submission, resolve
 from ..sweep.builds import before_timing
+from . import tries
 from .best import Decision, decide
 from .compare import paired_comparison
 from .lineage import ViewError, ranked, scoped, versions
@@ -27,12 +28,14 @@ def measure(subs: list[Submission], shapes: str, rounds: int, timing: str, on_ro
 
 def measured_diff(task: str, names: list[str], shapes: str, rounds: int, timing: str, on_round=None,
                   on_build=None) -> dict:
-    """The named versions or files measured in interleaved rounds, each against the first
-    (harness.views.compare.paired_comparison, docs/json.md); the same file named twice is still two entries, told
-    apart as name#position. SubmissionError: a name that is no submission; RuntimeError: as measure."""
-    subs = [resolve(n, task, leaderboards()) for n in names]
+    """The named versions, files or past tries (name@hash, harness.views.tries) measured in interleaved rounds,
+    each against the first (harness.views.compare.paired_comparison, docs/json.md), each under its try's label as the
+    stored views show it; the same try named twice is still two entries, told apart as label#position.
+    SubmissionError: a name that is no submission; RuntimeError: as measure."""
+    subs = [tries.resolve(n, task, leaderboards()) for n in names]
+    shown = [tries.label(task, s.version, s.sha256) for s in subs]
     for i, s in enumerate(subs):
-        s.version = f"{s.version}#{i}" if [t.path for t in subs].count(s.path) > 1 else s.version
+        s.version = f"{shown[i]}#{i}" if shown.count(shown[i]) > 1 else shown[i]
     pooled = measure(subs, shapes, rounds, timing, on_round, on_build)
     labels = [case.label for case in cases(task, "benchmarks" if shapes == "contest" else "smoke")]
     return paired_comparison(pooled, labels)
@@ -47,13 +50,14 @@ class Nomination:
 
 
 def nominate(task: str, shapes: str, timing: str, count: int) -> Nomination:
-    """Up to `count` lineage versions, ranked by their stored runs on this device. ViewError: none has a
-    complete run."""
+    """Up to `count` lineage versions as their files are now (runs of earlier contents, vN@hash, cannot be run
+    by the name), ranked by their stored runs on this device. ViewError: none has a complete run."""
     scope, df = scoped(task, device.name(), timing, "benchmarks" if shapes == "contest" else "smoke")
     lineage = {v.name for v in versions(task)}
     top = [s.version for s in ranked(scope, df) if s.version in lineage][:count]
     if not top:
-        raise ViewError(f"no lineage version of {task} has a complete {timing}-timed run on {scope.gpu}.")
+        raise ViewError(f"no lineage version of {task}, as its file is now, has a complete {timing}-timed run on "
+                        f"{scope.gpu} (runs of earlier contents, shown as vN@hash, nominate nothing).")
     return Nomination(scope.gpu, top)
 
 

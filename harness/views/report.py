@@ -144,12 +144,15 @@ def render(summary: RunSummary, console: Console, show_traceback: bool = False) 
     failures(summary, console, show_traceback)
 
 
-def as_json(summaries: list[RunSummary], precheck: list | None = None) -> list[dict]:
-    """The default command's --json: one object per mode run (docs/json.md)."""
+def as_json(summaries: list[RunSummary], precheck: list | None = None,
+            previous_try: dict | None = None) -> list[dict]:
+    """The default command's --json: one object per mode run (docs/json.md); a benchmark summary also holds
+    `previous_try`, the comparison with the name's previous try (harness.views.previous), or null."""
     return [{
         "task": s.submission.task, "version": s.submission.version, "mode": s.mode, "shapes": s.shapes,
         "timing": s.timing,
         "passed": s.passed, "geomean_ns": s.geomean_ns, "precheck": precheck or [], "records": s.records,
+        **({"previous_try": previous_try} if s.mode == "benchmark" else {}),
     } for s in summaries]
 
 

@@ -1,0 +1,87 @@
+"""A benchmark run against its name's previous try: the newest stored try of the same name with other
+content, on the same GPU, with the same timing method and shape set. Per shape both tries' numbers (the
+median over each try's runs of the scope's statistic, this run included, as `diff` takes them), the runs
+each rests on, and ×previous (its time over this try's: above 1, this try is faster). The two tries were
+not measured side by side, so there is no paired interval; `diff --measure` gives one."""
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..stats import geomean
+from . import tries
+from .lineage import Scope, benchmark_frame, benchmark_records, per_shape
+
+
+@dataclass
+class Comparison:
+    scope: Scope
+    now: str  # this try's label
+    previous: str
+    previous_sha256: str
+    rows: list[dict]  # per shape: index, shape, previous_ns, previous_runs, now_ns, now_runs, speedup_vs_previous
+    measurable: bool  # the previous try's content can still be run (tries.locate)
+
+    @property
+    def geomean(self) -> dict | None:
+        if len(self.rows) < 2:
+            return None
+        previous, now = geomean([r["previous_ns"] for r in self.rows]), geomean([r["now_ns"] for r in self.rows])
+        return {"previous_ns": previous, "now_ns": now, "speedup_vs_previous": previous / now}
+
+    def title(self) -> str:
+        return self.scope.title(f"now {self.now} against its previous try {self.previous}")
+
+    def table(self) -> pd.DataFrame:
+        rows = [{"#": str(r["index"]), "shape": r["shape"], "previous µs": r["previous_ns"] / 1e3,
+                 "previous runs": r["previous_runs"], "now µs": r["now_ns"] / 1e3, "now runs": r["now_runs"],
+                 "×previous": r["speedup_vs_previous"]} for r in self.rows]
+        if self.geomean:
+            g = self.geomean
+            rows.append({"#": "", "shape": "geomean", "previous µs": g["previous_ns"] / 1e3,
+                         "now µs": g["now_ns"] / 1e3, "×previous": g["speedup_vs_previous"]})
+        return pd.DataFrame(rows).astype({"previous runs": "Int64", "now runs": "Int64"})
+
+    def note(self) -> str:
+        text = ("×previous: the previous try's time over this one's (above 1: faster now), from stored runs "
+                "measured apart, so no interval")
+        if self.measurable:
+            text += (f"; to measure both side by side: python run.py diff --task {self.scope.task} --measure "
+                     f"{self.previous} {self.now}")
+        return text
+
+    def as_json(self) -> dict:
+        return {"label": self.previous, "sha256": self.previous_sha256, "this_try": self.now,
+                **self.scope.as_dict(), "shapes": self.rows, "geomean": self.geomean}
+
+
+def previous_try(summaries: list) -> Comparison | None:
+    """The comparison for a run's passing benchmark summary; None without one, or without a previous try."""
+    bench = next((s for s in summaries if s.mode == "benchmark" and s.passed), None)
+    timed = [r for r in bench.records if r.get("stats")] if bench else []
+    if not timed:
+        return None
+    sub, kind, gpu, timing = bench.submission, timed[0]["kind"], bench.device.get("name"), bench.timing
+    stored = benchmark_records(sub.task, kind)
+    stored = stored[(stored["gpu"] == gpu) & (stored["timing"] == timing) & (stored["name"] == sub.version)
+                    & (stored["run_id"] != timed[0]["run_id"])]
+    this = benchmark_frame(sub.task, bench.records, kind)  # this run, whether or not its records were stored
+    now = this["version"].iloc[0]
+    df = pd.concat([stored, this], ignore_index=True)
+    df = df[df["index"].isin(set(this["index"]))]
+    earlier = df[df["version"] != now]
+    if earlier.empty:
+        return None
+    previous = tries.newest_first(earlier, sub.version)[0]
+    df = df[df["version"].isin([previous, now])]
+    scope = Scope(sub.task, gpu, timing, kind, df["run_id"].nunique())
+    column = f"{scope.statistic}_ns"
+    shapes = per_shape(df)
+    runs = df.groupby(["version", "index"])["run_id"].nunique()
+    rows = [{"index": int(i), "shape": shapes.loc[(now, i), "shape"],
+             "previous_ns": float(shapes.loc[(previous, i), column]), "previous_runs": int(runs[(previous, i)]),
+             "now_ns": float(shapes.loc[(now, i), column]), "now_runs": int(runs[(now, i)]),
+             "speedup_vs_previous": float(shapes.loc[(previous, i), column] / shapes.loc[(now, i), column])}
+            for i in sorted(set(earlier[earlier["version"] == previous]["index"]))]
+    sha = earlier[earlier["version"] == previous]["sha256"].iloc[0]
+    measurable = tries.locate(tries.stored(sub.version, sub.task), sha) is not None
+    return Comparison(scope, now, previous, sha, rows, measurable)

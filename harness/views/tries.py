@@ -1,0 +1,184 @@
+"""What a try is and how one is named. A try is one content of a named file: the records of one name
+(a record's `version`: a lineage version, a file's stem, or the label given with --name) and one
+sha256. Views show a try as `name@1a2b3c4` (the first 7 hex of its sha256), except the current content
+of a lineage version (submissions/<task>/vN.py as it is now), which keeps its bare name `vN`; records
+without a sha256 keep their name. On the command line `name@1a2b` (a prefix of at least 4 hex) picks
+one try; a bare name or a file's path picks that name's current content where it has runs, otherwise
+its newest try that has."""
+import hashlib
+import re
+from pathlib import Path
+
+from reference import TASKS
+
+from .. import sources
+from ..paths import ROOT
+from ..results import read_all
+from ..submission import LINEAGE_NAME, SUBMISSIONS, Submission, SubmissionError, version_key
+from ..submission import resolve as resolve_file
+
+SHOWN = 7  # hex digits of a try's hash in its label
+PREFIX = re.compile(r"[0-9a-f]{4,64}")
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+
+
+class TryError(ValueError):
+    """A name@hash that picks no stored try, or several; the message lists the tries of that name."""
+
+
+def file_sha(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_text().encode()).hexdigest()
+
+
+def current_sha(task: str, name: str) -> str | None:
+    """The sha256 of submissions/<task>/<name>.py as it is now; None for a name outside the lineage."""
+    path = SUBMISSIONS / task / f"{name}.py"
+    return file_sha(path) if LINEAGE_NAME.fullmatch(name) and path.is_file() else None
+
+
+def label(task: str, name: str, sha256) -> str:
+    if not isinstance(sha256, str) or not sha256 or sha256 == current_sha(task, name):
+        return name
+    return f"{name}@{sha256[:SHOWN]}"
+
+
+def labels(task: str, df) -> list[str]:
+    """The try label of each row of a records frame with `name` and `sha256` columns."""
+    known = {}
+    for pair in zip(df["name"], df["sha256"]):
+        if pair not in known:
+            known[pair] = label(task, *pair)
+    return [known[pair] for pair in zip(df["name"], df["sha256"])]
+
+
+def split(text: str) -> tuple[str, str | None]:
+    """'my_kernel@1a2b' -> ('my_kernel', '1a2b'); text without a hex part after its last @ is a name."""
+    name, at, prefix = text.rpartition("@")
+    if not (at and name and re.fullmatch(r"[0-9a-f]+", prefix.lower())):
+        return text, None
+    if not PREFIX.fullmatch(prefix.lower()):
+        raise TryError(f"{text}: give at least 4 hex digits of the try's hash (its label shows 7)")
+    return name, prefix.lower()
+
+
+def name_of(try_label: str, df) -> str:
+    """The name a label belongs to (df: a records frame with `version` labels and `name` columns)."""
+    mine = df[df["version"] == try_label]
+    return mine["name"].iloc[0] if len(mine) else try_label
+
+
+def newest_first(df, name: str) -> list[str]:
+    """The labels of a name's tries in a records frame, the one run most recently first."""
+    mine = df[df["name"] == name]
+    return list(mine.groupby("version")["timestamp"].max().sort_values(ascending=False, kind="stable").index)
+
+
+def stand_in(name: str, present, df) -> str | None:
+    """Where a view needs one number for a name (a parent, v0): its current content if that has runs
+    among `present`, else its newest try that has."""
+    return next((t for t in [name, *newest_first(df, name)] if t in present), None)
+
+
+def edited_since(task: str, try_label: str, df) -> bool:
+    """A lineage version's earlier content, or a try of another name that has a newer try."""
+    name = name_of(try_label, df)
+    if current_sha(task, name):
+        return try_label != name
+    newest = newest_first(df, name)
+    return bool(newest) and newest[0] != try_label
+
+
+def order(wanted: list[str], lineage: list[str], df) -> list[str]:
+    """Labels in the order views list them: lineage names in lineage order, then other names in version
+    order; a name's current content first, then its tries newest first."""
+    by_name = {}
+    for t in dict.fromkeys(wanted):
+        by_name.setdefault(name_of(t, df), []).append(t)
+    names = [n for n in lineage if n in by_name] + sorted(set(by_name) - set(lineage), key=version_key)
+    out = []
+    for name in names:
+        rank = {t: i for i, t in enumerate([name, *newest_first(df, name)])}
+        out += sorted(by_name[name], key=lambda t: rank.get(t, len(rank)))
+    return out
+
+
+def matching(name: str, prefix: str, shas) -> str:
+    """The one hash among a name's tries (newest first) that starts with the prefix; a TryError if none or several."""
+    shas = [s for s in dict.fromkeys(shas) if isinstance(s, str)]
+    found = [s for s in shas if s.startswith(prefix)]
+    if len(found) == 1:
+        return found[0]
+    if not shas:
+        raise TryError(f"no stored runs named {name}")
+    listed = ", ".join(f"{name}@{s[:SHOWN]}" for s in (found or shas))
+    if found:
+        raise TryError(f"several tries of {name} have a hash starting {prefix} ({listed}): give more of it")
+    raise TryError(f"no try of {name} has a hash starting {prefix}; its tries, newest first: {listed}")
+
+
+def pick(task: str, text: str, present, df, boards: dict) -> str:
+    """The label of the try a name on the command line means, among the tries of a view (present);
+    df: the records frame the view read (every GPU and method, for the order of a name's tries). A path
+    that is no file (any more) names its stem."""
+    if Path(text).is_file():
+        sub = resolve_file(text, task, boards)
+        wanted = [label(task, sub.version, sub.sha256), *newest_first(df, sub.version)]
+    else:
+        name, prefix = split(Path(text).stem if text.endswith(".py") else text)
+        if prefix is not None:
+            newest = df[df["name"] == name].sort_values("timestamp", ascending=False)["sha256"]
+            return label(task, name, matching(name, prefix, newest))
+        wanted = [name, *newest_first(df, name)]
+    return next((t for t in wanted if t in present), wanted[0])
+
+
+def locate(records: list[dict], sha256: str) -> Path | None:
+    """A file holding this content: the recorded file if it still does, else the copy kept of it."""
+    for recorded in dict.fromkeys(r.get("submission") for r in records if r.get("sha256") == sha256):
+        path = ROOT / recorded if recorded else None
+        if path and path.is_file() and file_sha(path) == sha256:
+            return path
+    return sources.kept(sha256)
+
+
+def stored(name: str, task: str | None) -> list[dict]:
+    """Every stored record of a name (any mode), newest first; of one task or of all."""
+    records = [r for t in ([task] if task else TASKS) for r in read_all(f"{t}.jsonl") if r.get("version") == name]
+    return sorted(records, key=lambda r: r.get("timestamp", ""), reverse=True)
+
+
+def past(name: str, prefix: str, task: str | None, boards: dict) -> Submission:
+    """A stored try to run again, under its name."""
+    records = stored(name, task)
+    try:
+        sha = matching(name, prefix, [r.get("sha256") for r in records])
+    except TryError as exc:
+        raise SubmissionError(str(exc)) from None
+    mine = [r for r in records if r.get("sha256") == sha]
+    path = locate(mine, sha)
+    if path is None:
+        raise SubmissionError(f"{name}@{sha[:SHOWN]}: its file ({mine[0].get('submission')}) has changed since and "
+                              f"no copy of it was kept (copies are kept of runs that stored records on this "
+                              f"machine); its stored runs still show in list and diff")
+    sub = resolve_file(str(path), task or mine[0].get("task"), boards)
+    sub.version = name
+    return sub
+
+
+def resolve(text: str, task: str | None, boards: dict, name: str | None = None) -> Submission:
+    """The file a command runs: a lineage version, a path, or a past try `name@hash`; with `name`
+    (--name), its records are stored under that name instead of the file's."""
+    if Path(text).is_file():
+        sub = resolve_file(text, task, boards)
+    else:
+        try:
+            base, prefix = split(text)
+        except TryError as exc:
+            raise SubmissionError(str(exc)) from None
+        sub = past(base, prefix, task, boards) if prefix else resolve_file(text, task, boards)
+    if name is not None:
+        if not NAME.fullmatch(name) or LINEAGE_NAME.fullmatch(name):
+            raise SubmissionError(f"--name {name!r}: use letters, digits and . _ + - (no @), and not a lineage "
+                                  f"version's form vN")
+        sub.version = name
+    return sub
