@@ -356,7 +356,7 @@ def list_versions(task, gpu, timing, as_json, smoke):
 @click.argument("names", nargs=-1)
 def diff(task, all_versions, gpu, timing, as_json, smoke, measure, rounds, shapes, names):
     """Per shape, from stored runs: mean and median µs (median over runs), ×parent, ×v0, ×SOL, host µs."""
-    from harness.views.lineage import lineage_table, per_shape_table, plural
+    from harness.views.lineage import lineage_table, per_shape_table, per_shape_table_found, plural
     kind = "smoke" if smoke else "benchmarks"
     if all_versions:
         table = answer(lineage_table, task, gpu, timing, kind).table
@@ -366,7 +366,8 @@ def diff(task, all_versions, gpu, timing, as_json, smoke, measure, rounds, shape
         fail("name versions to compare (e.g. v0 v1), or pass --all.")
     if measure:
         sys.exit(diff_measured(task, names, runner.pick_shapes(shapes), rounds, as_json, timing))
-    view = answer(per_shape_table, task, names, gpu, timing, kind)
+    view = answer(per_shape_table, task, names, gpu, timing, kind) if gpu or smoke else \
+        answer(per_shape_table_found, task, names, timing, kind)
     if as_json:
         return emit_json(view.as_json())
     what = " vs ".join(f"{n} ({plural(runs, 'run')})" for n, runs in view.runs.items())

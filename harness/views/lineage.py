@@ -335,6 +335,24 @@ def per_shape_table(task: str, names: list[str], gpu: str | None = None, timing:
     return View(scope, body, diff_frame(rows, geo, names), {name: int(runs[name]) for name in names})
 
 
+def per_shape_table_found(task: str, names: list[str], timing: str = DEFAULT_TIMING,
+                          kind: str = "benchmarks") -> View:
+    """per_shape_table where no GPU was named: in the default scope (the GPU with the most runs), or else on the
+    first GPU and shape set whose runs hold every named try, so that a file run only on this machine's CPU is
+    found among its smoke runs. The error is the default scope's when no scope holds them all."""
+    try:
+        return per_shape_table(task, names, None, timing, kind)
+    except ViewError as first:
+        for other_kind in dict.fromkeys((kind, "smoke", "benchmarks")):
+            stored = benchmark_records(task, other_kind)
+            for gpu in stored["gpu"].value_counts().index if not stored.empty else []:
+                try:
+                    return per_shape_table(task, names, gpu, timing, other_kind)
+                except ViewError:
+                    continue
+        raise first
+
+
 def diff_frame(rows: list[dict], geo: list[dict], names: list[str]) -> pd.DataFrame:
     """diff's table: a column per version and number that any shape has, µs for ns, and the geomean row."""
     def shown(key, value):
