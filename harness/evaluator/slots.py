@@ -3,8 +3,9 @@
 A slot holds one input tuple's tensors (the output buffer c included), laid out at page-aligned offsets of
 one buffer per device: a memfd the worker maps (CPU tensors) and, on a GPU, one zeroed CUDA allocation from a
 memory pool of its own (torch.cuda.MemPool), sized to fill its allocator segment, shared through CUDA IPC. The
-worker maps whole segments, so nothing else lives in them: the evaluator's own copies, references and keys stay in its private memory, and the check
-`isolated()` confirms that each CUDA segment it shares holds that slot's buffer alone.
+worker maps whole segments, so nothing else lives in them: the evaluator's own copies, references and keys stay
+in its private memory, and the check `isolated()` confirms that each CUDA segment it shares holds that slot's
+buffer alone.
 
 The layout travels to the worker as JSON (`Layout.to_wire()`): the input tuple's structure with each tensor replaced
 by (device, offset, dtype, shape, stride). `write()` copies the evaluator's private inputs into a slot, the
