@@ -1,4 +1,5 @@
 """run.py list / diff on synthetic result records: incomplete and failed runs, two GPU types."""
+import json
 import pytest
 import subprocess
 import sys
@@ -123,14 +124,27 @@ def test_paired_interval_shrinks_with_more_rounds():
     assert verdict(*ratio_ci(a, b)).endswith("faster")
 
 
+def test_paired_interval_of_one_distribution_spans_one():
+    import random
+
+    from harness.views.compare import ratio_ci, verdict
+    rng = random.Random(2)
+    a = [100 + rng.gauss(0, 10) for _ in range(50)]
+    b = [100 + rng.gauss(0, 10) for _ in range(50)]
+    assert verdict(*ratio_ci(a, b)) == "no significant difference"
+
+
 @pytest.mark.slow
 def test_measured_diff_of_identical_files_spans_one(results_dir, tmp_path):
     copy = tmp_path / "v0copy.py"
     copy.write_text((ROOT / "submissions" / "gemv" / "v0.py").read_text())
-    out = cli("diff", "--task", "gemv", "--measure", "--rounds", "4", "v0", str(copy))
+    """The same file under two names measures alike. Whether its 95% interval spans one is left out: by design
+    it misses one run in twenty, more on a shared CPU (the synthetic interval tests above cover it)."""
+    out = cli("diff", "--task", "gemv", "--measure", "--rounds", "4", "--json", "v0", str(copy))
     assert out.returncode == 0, out.stderr
-    geo = [line for line in out.stdout.splitlines() if "geomean" in line][0]
-    assert "no significant difference" in geo
+    copied = json.loads(out.stdout)["geomean"][1]
+    assert copied["speedup_low"] <= copied["speedup_vs_base"] <= copied["speedup_high"]
+    assert 0.7 < copied["speedup_vs_base"] < 1 / 0.7
 
 
 @pytest.mark.slow
