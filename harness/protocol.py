@@ -2,7 +2,7 @@
 SCHEMA is written into every record; records without it are schema 1 (before the timing method was recorded),
 and their method reads as "legacy". Schema 3 records were judged by the evaluator process (witness and sandbox);
 schema 4 records say where the evaluator's time went (phases_ns), schema 5 the GPU's state over the samples
-(telemetry)."""
+(telemetry), schema 6 the code the run measured (code_sha256)."""
 from dataclasses import asdict, dataclass, field
 
 from .rules import DEFAULT_TIMING, TIMINGS, StopRule
@@ -16,7 +16,7 @@ def brief(message: str) -> str:
     return message.split(f"\n{TRACEBACK_MARK}\n")[0]
 
 
-SCHEMA = 5
+SCHEMA = 6
 LEGACY_TIMING = "legacy"
 RECORD_TIMINGS = (*TIMINGS, LEGACY_TIMING)  # what a stored record's timing method reads as (timing_of)
 
@@ -68,7 +68,7 @@ class Record:
     task: str
     version: str  # the try's name: a lineage version vN, the file's stem, or the label given with --name
     submission: str
-    sha256: str  # of the file's content: with version, what identifies a try (harness.views.tries)
+    sha256: str  # of the file's content
     mode: str
     kind: str
     index: int
@@ -103,6 +103,8 @@ class Record:
     witness: dict | None = None
     telemetry: dict | None = None
     profile: str | None = None
+    code_sha256: str | None = None  # of the content less its module docstring: with version, what identifies a try
+    # (harness.views.tries); None in records older than schema 6 whose content was not found again
     schema: int = SCHEMA
 
     def to_json(self) -> dict:

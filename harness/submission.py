@@ -25,7 +25,8 @@ class Submission:
     task: str
     version: str  # "v7" for lineage files; otherwise the file stem, or "folder-v7" where the stem looks like a version;
     # or the label given with --name (harness.views.tries)
-    sha256: str
+    sha256: str  # of the file's content
+    code_sha256: str  # of its content less its module docstring (code_sha256)
     headers: dict = field(default_factory=dict)
 
 
@@ -58,6 +59,26 @@ def task_from_leaderboard(name: str, leaderboards: dict) -> str | None:
         if wanted in (board.lower(), task):
             return task
     return None
+
+
+def code_sha256(text: str) -> str:
+    """The sha256 of a file's content less its module docstring, what identifies a try (harness.views.tries):
+    writing a measured effect into a version's docstring leaves its code, and the runs that measured it, one try.
+    A file that does not parse is hashed whole."""
+    data = text.encode()
+    try:
+        body = ast.parse(data).body
+    except (SyntaxError, ValueError):
+        body = []
+    first = body[0] if body else None
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        starts = [0]
+        for line in data.splitlines(keepends=True):
+            starts.append(starts[-1] + len(line))
+        begin = starts[first.lineno - 1] + first.col_offset  # ast's offsets count UTF-8 bytes
+        end = starts[first.end_lineno - 1] + first.end_col_offset
+        data = data[:begin] + data[end:]
+    return hashlib.sha256(data).hexdigest()
 
 
 def docstring(path: Path) -> str:
@@ -102,7 +123,8 @@ def resolve(submission: str, task: str | None, leaderboards: dict) -> Submission
     version = candidate.stem
     if folder_task != task and LINEAGE_NAME.fullmatch(version):
         version = f"{candidate.resolve().parent.name}-{version}"  # not to be taken for the lineage's own file
-    return Submission(candidate.resolve(), task, version, hashlib.sha256(text.encode()).hexdigest(), headers)
+    return Submission(candidate.resolve(), task, version, hashlib.sha256(text.encode()).hexdigest(), code_sha256(text),
+                      headers)
 
 
 def import_submission(path: Path):

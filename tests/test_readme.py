@@ -3,7 +3,6 @@
 `#!POPCORN` header), edited once after the first run so that the second is a new try; `my_kernel@1a2b` stands for
 that first try. Records go to a copy of the committed ones. A command that needs a GPU this machine lacks must
 stop with a clear line (no traceback); every other command exits 0."""
-import hashlib
 import os
 import re
 import shutil
@@ -13,6 +12,8 @@ from pathlib import Path
 
 import pytest
 import torch
+
+from harness.submission import code_sha256
 
 ROOT = Path(__file__).resolve().parent.parent
 PLACEHOLDER = "my_kernel@1a2b"
@@ -48,7 +49,7 @@ def test_every_readme_example_runs_as_written(tmp_path):
     shutil.copytree(ROOT / "results", results, ignore=shutil.ignore_patterns("local"))
     kernel = tmp_path / "my_kernel.py"
     kernel.write_text("#!POPCORN leaderboard nvfp4_gemv\n" + (ROOT / "submissions" / "gemv" / "v0.py").read_text())
-    first = hashlib.sha256(kernel.read_bytes()).hexdigest()[:4]
+    first = code_sha256(kernel.read_text())[:4]
     env = {**os.environ, "NVFP4_ARENA_RESULTS": str(results)}
     for n, command in enumerate(examples()):
         argv = command.replace(PLACEHOLDER, f"my_kernel@{first}").split()

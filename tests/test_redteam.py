@@ -111,7 +111,7 @@ def test_physical_limit_gate_refuses_impossible_times():
     from harness.protocol import Job, Result
     from harness.evaluator.session import make_record
     from harness.submission import Submission
-    sub = Submission(ROOT / "x.py", "gemm", "vX", "0" * 64)
+    sub = Submission(ROOT / "x.py", "gemm", "vX", "0" * 64, "0" * 64)
     job = Job("benchmark", "benchmarks", 0, "", "", {"m": 128, "n": 7168, "k": 16384, "l": 1, "seed": 1}, seeds=[1])
     fast = Result("pass", stats={"mean": 1000.0})
     record = make_record(sub, "benchmark", job, fast, {"name": "NVIDIA H200"}, "r", {})

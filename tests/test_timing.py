@@ -11,6 +11,7 @@ import torch
 
 from harness.evaluator.witness import IN_A_ROW, Calibration, Witness
 from harness.rules import task_rules
+from harness.submission import code_sha256
 from harness.worker.sample import timed_sample
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -176,7 +177,8 @@ def test_records_say_which_timing_and_schema_produced_them(results_dir, timing):
     assert proc.returncode == 0, proc.stderr
     assert out[0]["timing"] == timing
     stored = [json.loads(line) for line in (results_dir / "gemv.jsonl").read_text().splitlines()]
-    assert [(r["timing"], r["schema"]) for r in stored] == [(timing, 5)]
+    assert [(r["timing"], r["schema"]) for r in stored] == [(timing, 6)]
+    assert stored[0]["code_sha256"] == code_sha256((ROOT / "submissions" / "gemv" / "v0.py").read_text())
     phases = stored[0]["phases_ns"]
     assert {"start", "calibrate", "load", "draw", "reference", "calls", "sample", "check"} <= set(phases)
     assert sum(phases.values()) > stored[0]["job_ns"]  # the worker's start-up and the warm-up came before the job

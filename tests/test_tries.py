@@ -51,8 +51,30 @@ def test_two_files_of_one_name_are_two_tries_newest_first(results_dir):
     assert out.returncode == 0 and "my_gemv@b2b2b2b" in out.stdout and "edited since" in out.stdout
 
 
+def test_a_try_is_the_code_less_its_module_docstring():
+    from harness.submission import code_sha256
+    code = 'import torch\n\n\ndef custom_kernel(data):\n    return data  # µs\n'
+    measured = code_sha256('"""v3: one idea.\n\nMeasured: 1.02x of v2 (12.0 µs)."""\n' + code)
+    assert measured == code_sha256('"""v3: one idea."""\n' + code)
+    assert measured != code_sha256('"""v3: one idea."""\n' + code.replace("# µs", "# ns"))  # a comment is code
+    assert code_sha256('x = 1\n"""not the module docstring"""\n') != code_sha256("x = 1\n")
+    assert code_sha256("def broken(:\n") == code_sha256("def broken(:\n")  # hashed whole
+
+
+def test_a_lineage_file_whose_docstring_was_edited_keeps_its_runs(results_dir, tmp_path, monkeypatch):
+    folder = tmp_path / "gemv"
+    folder.mkdir()
+    body = (SUBMISSIONS / "gemv" / "v0.py").read_text()
+    (folder / "v0.py").write_text(body)
+    monkeypatch.setattr(tries, "SUBMISSIONS", tmp_path)
+    store(results_dir, run("gemv", "v0", "a", [400] * 3, sha256=tries.code_of(folder / "v0.py")))
+    (folder / "v0.py").write_text(body.replace('"""', '"""Measured: 400 µs a shape. ', 1))
+    assert tries.label("gemv", "v0", tries.code_of(folder / "v0.py")) == "v0"
+    assert tries.label("gemv", "v0", OLD) == "v0@a1a1a1a"
+
+
 def test_a_lineage_file_edited_since_its_runs_shows_them_under_its_hash(results_dir):
-    now = tries.file_sha(SUBMISSIONS / "gemv" / "v0.py")
+    now = tries.code_of(SUBMISSIONS / "gemv" / "v0.py")
     store(results_dir, run("gemv", "v0", "a", [400] * 3, sha256=OLD) + run("gemv", "v1", "b", [100] * 3))
     table = lineage_table("gemv").table.set_index("version")
     assert table.loc["v0", "runs"] == 0 and table.loc["v0@a1a1a1a", "runs"] == 1
@@ -95,7 +117,7 @@ def test_a_hash_prefix_must_pick_exactly_one_try(results_dir):
 def test_a_past_try_runs_again_from_its_kept_copy(results_dir, tmp_path):
     path = tmp_path / "my_gemv.py"
     path.write_text("# first\n")
-    first = tries.file_sha(path)
+    first = tries.code_of(path)
     sources.keep(path, first)
     store(results_dir, [{**r, "submission": str(path)} for r in run("gemv", "my_gemv", "a", [400] * 3, sha256=first)])
     path.write_text("# second\n")
@@ -115,12 +137,12 @@ def test_measure_shows_each_try_by_its_hash(results_dir, tmp_path, monkeypatch):
     from run import cli as main
     path = tmp_path / "my_gemv.py"
     path.write_text("# first\n")
-    first = tries.file_sha(path)
+    first = tries.code_of(path)
     sources.keep(path, first)
     store(results_dir, [{**r, "submission": str(path)} for r in
                         run("gemv", "my_gemv", "a", [400, 400], gpu="cpu", kind="smoke", sha256=first)])
     path.write_text("# second\n")
-    second = tries.file_sha(path)
+    second = tries.code_of(path)
     calls = []
 
     def measured(subs, shapes, rounds, on_round=None, timing="arena"):
@@ -139,8 +161,8 @@ def test_keep_copies_only_the_content_its_hash_names(results_dir, tmp_path):
     path.write_text("x = 1\n")
     sources.keep(path, "0" * 64)  # edited since its hash was taken: nothing to keep
     assert sources.kept("0" * 64) is None
-    sources.keep(path, tries.file_sha(path))
-    assert sources.kept(tries.file_sha(path)).read_text() == "x = 1\n"
+    sources.keep(path, tries.code_of(path))
+    assert sources.kept(tries.code_of(path)).read_text() == "x = 1\n"
 
 
 def test_name_labels_a_try_and_keeps_the_lineage_names(tmp_path):
@@ -154,7 +176,7 @@ def test_name_labels_a_try_and_keeps_the_lineage_names(tmp_path):
 
 def summary(task, name, sha, means_us, gpu=H200, run_id="now"):
     records = run(task, name, run_id, means_us, sha256=sha, gpu=gpu, ts="2026-11-23T08:00:00")
-    return RunSummary(Submission(Path("x.py"), task, name, sha), "benchmark", "contest", "arena", records,
+    return RunSummary(Submission(Path("x.py"), task, name, sha, sha), "benchmark", "contest", "arena", records,
                       {"name": gpu})
 
 
@@ -167,7 +189,7 @@ def test_a_run_is_compared_with_its_names_previous_try(results_dir):
     assert [(r["previous_runs"], r["now_runs"]) for r in compared.rows] == [(1, 1)] * 3
     assert math.isclose(compared.geomean["speedup_vs_previous"], 1.0)
     data = json.loads(json.dumps(compared.as_json()))
-    assert data["label"] == "my_gemv@b2b2b2b" and data["sha256"] == NEW and data["this_try"] == "my_gemv@c3c3c3c"
+    assert data["label"] == "my_gemv@b2b2b2b" and data["code_sha256"] == NEW and data["this_try"] == "my_gemv@c3c3c3c"
     assert data["shapes"][0] == {"index": 0, "shape": data["shapes"][0]["shape"], "previous_ns": 100_000.0,
                                  "previous_runs": 1, "now_ns": 50_000.0, "now_runs": 1,
                                  "speedup_vs_previous": 2.0}
@@ -188,13 +210,13 @@ def test_edit_and_run_again_shows_times_previous(results_dir, tmp_path):
     """The user story: run a file, edit it, run it again; then run the first try again and label a try."""
     path = tmp_path / "my_gemv.py"
     path.write_text((SUBMISSIONS / "gemv" / "v0.py").read_text())
-    first = tries.file_sha(path)
+    first = tries.code_of(path)
     args = ["--task", "gemv", "--mode", "benchmark", "--case", "1"]
     out = cli(str(path), *args)
     assert out.returncode == 0, out.stderr
     assert "previous try" not in out.stdout
     path.write_text(path.read_text() + "# edited\n")
-    second = tries.file_sha(path)
+    second = tries.code_of(path)
     out = cli(str(path), *args, "--json")
     assert out.returncode == 0, out.stderr
     bench = check("run", out.stdout)[-1]  # previous_try as docs/json.md has it
@@ -207,7 +229,7 @@ def test_edit_and_run_again_shows_times_previous(results_dir, tmp_path):
     out = cli("--submission", f"my_gemv@{first[:5]}", *args, "--json")  # the first try, from its kept copy
     assert out.returncode == 0, out.stderr
     bench = json.loads(out.stdout)[-1]
-    assert {r["sha256"] for r in bench["records"]} == {first} and bench["version"] == "my_gemv"
+    assert {r["code_sha256"] for r in bench["records"]} == {first} and bench["version"] == "my_gemv"
     assert bench["previous_try"]["label"] == f"my_gemv@{second[:7]}"
     out = cli(str(path), *args, "--name", "tiles", "--json")
     bench = json.loads(out.stdout)[-1]

@@ -24,7 +24,7 @@ from . import tries
 
 PARENT = re.compile(r"Parent:\s*(v\d+\w*|none)", re.IGNORECASE)
 CPU = "cpu"
-COLUMNS = ["version", "name", "sha256", "run_id", "timestamp", "index", "shape", "mean_ns", "median_ns", "host_ns",
+COLUMNS = ["version", "name", "code", "run_id", "timestamp", "index", "shape", "mean_ns", "median_ns", "host_ns",
            "host_bound", "sol_ns", "flops", "bytes", "gpu", "timing"]
 
 
@@ -110,7 +110,7 @@ def benchmark_frame(task: str, records: list[dict], kind: str) -> pd.DataFrame:
             if r.get("mode") == "benchmark" and r.get("kind") == kind and r.get("status") == "pass"
             and r.get("stats") and not r.get("unguarded")]
     df = pd.DataFrame([{
-        "version": r["version"], "name": r["version"], "sha256": r.get("sha256"), "run_id": r["run_id"],
+        "version": r["version"], "name": r["version"], "code": tries.record_code(r), "run_id": r["run_id"],
         "timestamp": r["timestamp"], "index": r["index"],
         "shape": r["shape"], "mean_ns": r["stats"]["mean"], "median_ns": r["stats"].get("median"),
         "host_ns": r["stats"].get("host_ns"), "host_bound": r.get("host_bound"), "sol_ns": r.get("sol_ns"),

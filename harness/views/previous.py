@@ -1,5 +1,5 @@
 """A benchmark run against its name's previous try: the newest stored try of the same name with other
-content, on the same GPU, with the same timing method and shape set. Per shape both tries' numbers (the
+code, on the same GPU, with the same timing method and shape set. Per shape both tries' numbers (the
 median over each try's runs of the scope's statistic, this run included, as `diff` takes them), the runs
 each rests on, and ×previous (its time over this try's: above 1, this try is faster). The two tries were
 not measured side by side, so there is no paired interval; `diff --measure` gives one."""
@@ -17,7 +17,7 @@ class Comparison:
     scope: Scope
     now: str  # this try's label
     previous: str
-    previous_sha256: str
+    previous_code: str  # its code hash (harness.views.tries)
     rows: list[dict]  # per shape: index, shape, previous_ns, previous_runs, now_ns, now_runs, speedup_vs_previous
     measurable: bool  # the previous try's content can still be run (tries.locate)
 
@@ -50,7 +50,7 @@ class Comparison:
         return text
 
     def as_json(self) -> dict:
-        return {"label": self.previous, "sha256": self.previous_sha256, "this_try": self.now,
+        return {"label": self.previous, "code_sha256": self.previous_code, "this_try": self.now,
                 **self.scope.as_dict(), "shapes": self.rows, "geomean": self.geomean}
 
 
@@ -82,6 +82,6 @@ def previous_try(summaries: list) -> Comparison | None:
              "now_ns": float(shapes.loc[(now, i), column]), "now_runs": int(runs[(now, i)]),
              "speedup_vs_previous": float(shapes.loc[(previous, i), column] / shapes.loc[(now, i), column])}
             for i in sorted(set(earlier[earlier["version"] == previous]["index"]))]
-    sha = earlier[earlier["version"] == previous]["sha256"].iloc[0]
-    measurable = tries.locate(tries.stored(sub.version, sub.task), sha) is not None
-    return Comparison(scope, now, previous, sha, rows, measurable)
+    code = earlier[earlier["version"] == previous]["code"].iloc[0]
+    measurable = tries.locate(tries.stored(sub.version, sub.task), code) is not None
+    return Comparison(scope, now, previous, code, rows, measurable)

@@ -33,7 +33,7 @@ def measured_diff(task: str, names: list[str], shapes: str, rounds: int, timing:
     stored views show it; the same try named twice is still two entries, told apart as label#position.
     SubmissionError: a name that is no submission; RuntimeError: as measure."""
     subs = [tries.resolve(n, task, leaderboards()) for n in names]
-    shown = [tries.label(task, s.version, s.sha256) for s in subs]
+    shown = [tries.label(task, s.version, s.code_sha256) for s in subs]
     for i, s in enumerate(subs):
         s.version = f"{shown[i]}#{i}" if shown.count(shown[i]) > 1 else shown[i]
     pooled = measure(subs, shapes, rounds, timing, on_round, on_build)

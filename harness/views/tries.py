@@ -1,11 +1,11 @@
-"""What a try is and how one is named. A try is one content of a named file: the records of one name
+"""What a try is and how one is named. A try is one code of a named file: the records of one name
 (a record's `version`: a lineage version, a file's stem, or the label given with --name) and one
-sha256. Views show a try as `name@1a2b3c4` (the first 7 hex of its sha256), except the current content
-of a lineage version (submissions/<task>/vN.py as it is now), which keeps its bare name `vN`; records
-without a sha256 keep their name. On the command line `name@1a2b` (a prefix of at least 4 hex) picks
-one try; a bare name or a file's path picks that name's current content where it has runs, otherwise
-its newest try that has."""
-import hashlib
+code hash (a record's code_sha256: its content less its module docstring, harness.submission.code_sha256;
+the whole content's sha256 in older records whose content was not found again). Views show a try as
+`name@1a2b3c4` (the first 7 hex of its code hash), except the current code of a lineage version
+(submissions/<task>/vN.py as it is now), which keeps its bare name `vN`; records without a hash keep their
+name. On the command line `name@1a2b` (a prefix of at least 4 hex) picks one try; a bare name or a file's
+path picks that name's current code where it has runs, otherwise its newest try that has."""
 import re
 from pathlib import Path
 
@@ -14,7 +14,7 @@ from reference import TASKS
 from .. import sources
 from ..paths import ROOT
 from ..results import read_all
-from ..submission import LINEAGE_NAME, SUBMISSIONS, Submission, SubmissionError, version_key
+from ..submission import LINEAGE_NAME, SUBMISSIONS, Submission, SubmissionError, code_sha256, version_key
 from ..submission import resolve as resolve_file
 
 SHOWN = 7  # hex digits of a try's hash in its label
@@ -26,29 +26,35 @@ class TryError(ValueError):
     """A name@hash that picks no stored try, or several; the message lists the tries of that name."""
 
 
-def file_sha(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_text().encode()).hexdigest()
+def code_of(path: Path) -> str:
+    """The code hash of a file as it is now."""
+    return code_sha256(Path(path).read_text())
 
 
-def current_sha(task: str, name: str) -> str | None:
-    """The sha256 of submissions/<task>/<name>.py as it is now; None for a name outside the lineage."""
+def record_code(record: dict) -> str | None:
+    """The code hash of the try a record belongs to."""
+    return record.get("code_sha256") or record.get("sha256")
+
+
+def current_code(task: str, name: str) -> str | None:
+    """The code hash of submissions/<task>/<name>.py as it is now; None for a name outside the lineage."""
     path = SUBMISSIONS / task / f"{name}.py"
-    return file_sha(path) if LINEAGE_NAME.fullmatch(name) and path.is_file() else None
+    return code_of(path) if LINEAGE_NAME.fullmatch(name) and path.is_file() else None
 
 
-def label(task: str, name: str, sha256) -> str:
-    if not isinstance(sha256, str) or not sha256 or sha256 == current_sha(task, name):
+def label(task: str, name: str, code) -> str:
+    if not isinstance(code, str) or not code or code == current_code(task, name):
         return name
-    return f"{name}@{sha256[:SHOWN]}"
+    return f"{name}@{code[:SHOWN]}"
 
 
 def labels(task: str, df) -> list[str]:
-    """The try label of each row of a records frame with `name` and `sha256` columns."""
+    """The try label of each row of a records frame with `name` and `code` columns."""
     known = {}
-    for pair in zip(df["name"], df["sha256"]):
+    for pair in zip(df["name"], df["code"]):
         if pair not in known:
             known[pair] = label(task, *pair)
-    return [known[pair] for pair in zip(df["name"], df["sha256"])]
+    return [known[pair] for pair in zip(df["name"], df["code"])]
 
 
 def split(text: str) -> tuple[str, str | None]:
@@ -82,7 +88,7 @@ def stand_in(name: str, present, df) -> str | None:
 def edited_since(task: str, try_label: str, df) -> bool:
     """A lineage version's earlier content, or a try of another name that has a newer try."""
     name = name_of(try_label, df)
-    if current_sha(task, name):
+    if current_code(task, name):
         return try_label != name
     newest = newest_first(df, name)
     return bool(newest) and newest[0] != try_label
@@ -102,9 +108,10 @@ def order(wanted: list[str], lineage: list[str], df) -> list[str]:
     return out
 
 
-def matching(name: str, prefix: str, shas) -> str:
-    """The one hash among a name's tries (newest first) that starts with the prefix; a TryError if none or several."""
-    shas = [s for s in dict.fromkeys(shas) if isinstance(s, str)]
+def matching(name: str, prefix: str, codes) -> str:
+    """The one code hash among a name's tries (newest first) that starts with the prefix; a TryError if none or
+    several."""
+    shas = [s for s in dict.fromkeys(codes) if isinstance(s, str)]
     found = [s for s in shas if s.startswith(prefix)]
     if len(found) == 1:
         return found[0]
@@ -122,23 +129,24 @@ def pick(task: str, text: str, present, df, boards: dict) -> str:
     that is no file (any more) names its stem."""
     if Path(text).is_file():
         sub = resolve_file(text, task, boards)
-        wanted = [label(task, sub.version, sub.sha256), *newest_first(df, sub.version)]
+        wanted = [label(task, sub.version, sub.code_sha256), *newest_first(df, sub.version)]
     else:
         name, prefix = split(Path(text).stem if text.endswith(".py") else text)
         if prefix is not None:
-            newest = df[df["name"] == name].sort_values("timestamp", ascending=False)["sha256"]
+            newest = df[df["name"] == name].sort_values("timestamp", ascending=False)["code"]
             return label(task, name, matching(name, prefix, newest))
         wanted = [name, *newest_first(df, name)]
     return next((t for t in wanted if t in present), wanted[0])
 
 
-def locate(records: list[dict], sha256: str) -> Path | None:
-    """A file holding this content: the recorded file if it still does, else the copy kept of it."""
-    for recorded in dict.fromkeys(r.get("submission") for r in records if r.get("sha256") == sha256):
+def locate(records: list[dict], code: str) -> Path | None:
+    """A file holding this code: a recorded file if it still does, else a copy kept of a content of it."""
+    mine = [r for r in records if record_code(r) == code]
+    for recorded in dict.fromkeys(r.get("submission") for r in mine):
         path = ROOT / recorded if recorded else None
-        if path and path.is_file() and file_sha(path) == sha256:
+        if path and path.is_file() and code_of(path) == code:
             return path
-    return sources.kept(sha256)
+    return next((kept for kept in map(sources.kept, dict.fromkeys(r.get("sha256") for r in mine)) if kept), None)
 
 
 def stored(name: str, task: str | None) -> list[dict]:
@@ -151,13 +159,13 @@ def past(name: str, prefix: str, task: str | None, boards: dict) -> Submission:
     """A stored try to run again, under its name."""
     records = stored(name, task)
     try:
-        sha = matching(name, prefix, [r.get("sha256") for r in records])
+        code = matching(name, prefix, [record_code(r) for r in records])
     except TryError as exc:
         raise SubmissionError(str(exc)) from None
-    mine = [r for r in records if r.get("sha256") == sha]
-    path = locate(mine, sha)
+    mine = [r for r in records if record_code(r) == code]
+    path = locate(mine, code)
     if path is None:
-        raise SubmissionError(f"{name}@{sha[:SHOWN]}: its file ({mine[0].get('submission')}) has changed since and "
+        raise SubmissionError(f"{name}@{code[:SHOWN]}: its file ({mine[0].get('submission')}) has changed since and "
                               f"no copy of it was kept (copies are kept of runs that stored records on this "
                               f"machine); its stored runs still show in list and diff")
     sub = resolve_file(str(path), task or mine[0].get("task"), boards)
