@@ -25,12 +25,11 @@ def as_bytes(t: torch.Tensor) -> torch.Tensor:
 
 
 def decode_e2m1(packed: torch.Tensor) -> torch.Tensor:
-    """[..., k/2] packed e2m1 pairs -> [..., k] float32 values."""
+    """[..., k/2] packed e2m1 pairs -> [..., k] float32 values: one lookup per byte in a table of value pairs."""
     codes = as_bytes(packed)
-    lut = torch.tensor(E2M1_VALUES, dtype=torch.float32, device=codes.device)
-    low = lut[(codes & 0x0F).long()]
-    high = lut[(codes >> 4).long()]
-    return torch.stack((low, high), dim=-1).flatten(-2)
+    pairs = torch.tensor([[E2M1_VALUES[byte & 0x0F], E2M1_VALUES[byte >> 4]] for byte in range(256)],
+                         dtype=torch.float32, device=codes.device)
+    return pairs[codes.int()].flatten(-2)
 
 
 def decode_e4m3(scales: torch.Tensor) -> torch.Tensor:
@@ -43,8 +42,9 @@ def dequantize(packed: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
     values = decode_e2m1(packed)
     k = values.shape[-1]
     sf = decode_e4m3(scales).to(values.device)
-    sf = sf.repeat_interleave(SF_VEC, dim=-1)[..., :k]
-    return values * sf
+    if k % SF_VEC == 0:  # each scale broadcast over its 16 values, in place
+        return values.view(*values.shape[:-1], k // SF_VEC, SF_VEC).mul_(sf[..., :k // SF_VEC, None]).flatten(-2)
+    return values * sf.repeat_interleave(SF_VEC, dim=-1)[..., :k]
 
 
 def mma_layout_shape(l: int, mn: int, sf_k: int) -> tuple[int, ...]:

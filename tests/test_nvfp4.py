@@ -54,6 +54,17 @@ def test_dequantize_applies_one_scale_per_16_elements():
     assert out[0, :16].eq(0.5).all() and out[0, 16:].eq(2.0).all()
 
 
+@pytest.mark.parametrize("k", [48, 40])  # whole 16-element blocks, and a last block cut short
+def test_dequantize_is_each_code_times_its_blocks_scale(k):
+    torch.manual_seed(k)
+    packed = torch.randint(0, 256, (5, k // 2), dtype=torch.uint8)
+    scales = torch.randint(0, 120, (5, nvfp4.ceil_div(k, 16)), dtype=torch.uint8).view(torch.float8_e4m3fn)
+    codes = torch.stack((packed & 0x0F, packed >> 4), dim=-1).flatten(-2)
+    expected = [[e2m1_by_formula(int(codes[r, i])) * e4m3_by_formula(int(scales.view(torch.uint8)[r, i // 16]))
+                 for i in range(k)] for r in range(5)]
+    assert nvfp4.dequantize(packed, scales).tolist() == expected
+
+
 @pytest.mark.parametrize("mn,sf_k,l", [(128, 4, 1), (200, 6, 2), (40, 16, 1), (384, 8, 3)])
 def test_reordered_layout_matches_index_formula(mn, sf_k, l):
     ref = torch.randint(1, 100, (mn, sf_k, l), dtype=torch.int16)
