@@ -338,6 +338,11 @@ def list_versions(task, gpu, timing, as_json, smoke):
         return emit_json(view.as_json())
     out = report.console()
     out.print(frame_table(view.table, view.scope.title(f"lineage ({plural(view.scope.runs, 'run')})")))
+    for row in view.body["rows"]:
+        if row["last_failure"]:
+            f = row["last_failure"]
+            out.print(f"{row['version']} has no runs here: its last run on {view.scope.gpu} ({f['mode']} mode, "
+                      f"{f['when']}) ended {f['status']}: {f['message']}", style="yellow", highlight=False)
     best = view.table.dropna(subset=["geomean µs"]).sort_values("rank").iloc[0]
     out.print(f"fastest by stored runs: {best['version']} ({plural(int(best['runs']), 'run')}). Stored runs only "
               f"nominate: `submit --best` measures the top candidates again, interleaved, before it picks one.",

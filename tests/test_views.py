@@ -84,6 +84,26 @@ def test_list_ranks_by_the_median_over_runs(results_dir):
     assert "fastest by stored runs: v1 (3 runs)" in flat(out.stdout)
 
 
+def test_list_says_why_a_version_has_no_runs(results_dir):
+    """A version whose newest run of its current code on this GPU did not pass: list names that run."""
+    from harness.views.tries import current_code
+    code = current_code("gemv", "v2")
+    failed = {**run("gemv", "v2", "f", [1])[0], "mode": "test", "status": "error", "stats": None,
+              "message": "RuntimeError: no cluster of two CTAs fits\n--- traceback ---\nFile x", "code_sha256": code}
+    store(results_dir, run("gemv", "v0", "a", [400] * 3) + run("gemv", "v1", "b", [100] * 3) + [failed]
+          + [{**failed, "version": "v3", "code_sha256": "ab" * 32}])  # another code of v3: not its file's
+    rows = {r["version"]: r for r in lineage_table("gemv").as_json()["rows"]}
+    assert rows["v2"]["last_failure"] == {"status": "error", "mode": "test", "when": "2026-11-22",
+                                          "message": "RuntimeError: no cluster of two CTAs fits"}
+    assert rows["v3"]["last_failure"] is None and rows["v1"]["last_failure"] is None
+    out = cli("list", "--task", "gemv")
+    assert out.returncode == 0, out.stderr
+    assert ("v2 has no runs here: its last run on NVIDIA H200 (test mode, 2026-11-22) ended error: RuntimeError: no "
+            "cluster of two CTAs fits") in flat(out.stdout)
+    store(results_dir, [{**failed, "status": "pass", "timestamp": "2026-11-23T08:00:00"}])  # passed since
+    assert all(r["last_failure"] is None for r in lineage_table("gemv").as_json()["rows"])
+
+
 def test_views_compare_one_timing_method_and_name_the_others(results_dir):
     store(results_dir, run("gemv", "v0", "a", [400] * 3, timing="legacy") + run("gemv", "v1", "b", [100] * 3,
                                                                               timing="legacy"))

@@ -15,7 +15,7 @@ import pandas as pd
 
 from reference.cases import cases, leaderboards
 
-from ..protocol import timing_of
+from ..protocol import brief, timing_of
 from ..results import LOCAL, read_all, results_dir
 from ..rules import DEFAULT_TIMING
 from ..stats import geomean
@@ -236,16 +236,33 @@ def us(ns: float | None) -> float | None:
     return None if ns is None else ns / 1e3
 
 
+def last_failures(task: str, gpu: str, names: list[str]) -> dict:
+    """Per lineage version named, as its file is now: its newest run on this GPU (any mode or timing method) when
+    that run did not pass, as {status, mode, when, message}: why the version has no runs there."""
+    newest = {}
+    for r in read_all(f"{task}.jsonl"):
+        name = r.get("version")
+        if name in names and (r.get("gpu") or {}).get("name") == gpu \
+                and tries.record_code(r) == tries.current_code(task, name) \
+                and r.get("timestamp", "") >= newest.get(name, {}).get("timestamp", ""):
+            newest[name] = r
+    return {name: {"status": r["status"], "mode": r.get("mode"), "when": r.get("timestamp", "")[:10],
+                   "message": brief(r.get("message") or "").splitlines()[0][:200] if r.get("message") else ""}
+            for name, r in newest.items() if r.get("status") not in ("pass", "skipped")}
+
+
 def lineage_table(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMING,
                   kind: str = "benchmarks") -> View:
     """Every lineage version, then every other try with runs (a version's earlier contents after it, a
     name's tries newest first): parent, idea, runs, geomean, the spread of its runs, rank, ×SOL and
-    ×parent (against the parent's current content, or its newest try with runs here, as named)."""
+    ×parent (against the parent's current content, or its newest try with runs here, as named); for a version
+    without runs whose last run on this GPU did not pass, that run (last_failures)."""
     scope, df = scoped(task, gpu, timing, kind)
     score = scores(scope, df)
     rank = {s.version: i + 1 for i, s in enumerate(ranked(scope, df))}
     every = benchmark_records(task, kind)
     lineage = {v.name: v for v in versions(task)}
+    failures = last_failures(task, scope.gpu, [name for name in lineage if name not in score])
     rows = []
     for name in tries.order([*lineage, *score], list(lineage), every):
         v = lineage.get(tries.name_of(name, every))
@@ -257,7 +274,8 @@ def lineage_table(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMIN
                      "runs": s.runs if s else 0, "geomean_ns": s.geomean_ns if s else None,
                      "spread_pct": 100 * s.spread if s and s.spread is not None else None,
                      "sol_multiple": s.geomean_ns / s.sol_ns if s and s.sol_ns else None,
-                     "speedup_vs_parent": p.geomean_ns / s.geomean_ns if s and p else None})
+                     "speedup_vs_parent": p.geomean_ns / s.geomean_ns if s and p else None,
+                     "last_failure": failures.get(name)})
     table = pd.DataFrame([{"rank": r["rank"], "version": r["version"], "parent": r["parent"] or "-", "idea": r["idea"],
                            "runs": r["runs"], "geomean µs": us(r["geomean_ns"]), "spread %": r["spread_pct"],
                            "×SOL": r["sol_multiple"], "×parent": r["speedup_vs_parent"]} for r in rows])
