@@ -71,7 +71,7 @@ rc = torch.cuda.cudart().cudaHostRegister(flag.data_ptr(), 4096, 0)
 out["host_register"] = int(rc) if not isinstance(rc, int) else rc
 sys.path.insert(0, os.getcwd())
 import triton, triton.language as tl
-from harness.worker.hold import _hold_kernel, THREADS_PER_SM, WARPS
+from harness.hold import _hold_kernel, THREADS_PER_SM, WARPS
 props = torch.cuda.get_device_properties(0)
 programs = props.multi_processor_count * (THREADS_PER_SM // (WARPS * 32))
 words = torch.zeros(2, dtype=torch.int32, device="cuda")

@@ -2,6 +2,7 @@
 and when the evaluator may write the inputs), the witness's arithmetic, and that an honest host-bound kernel is
 no cheat."""
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -52,6 +53,8 @@ class RecordingDevice:
 
 
 class Hold:
+    built_in = "harness"
+
     def __init__(self, device):
         self.device = device
 
@@ -182,3 +185,34 @@ def test_records_say_which_timing_and_schema_produced_them(results_dir, timing):
     phases = stored[0]["phases_ns"]
     assert {"start", "calibrate", "load", "draw", "reference", "calls", "sample", "check"} <= set(phases)
     assert sum(phases.values()) > stored[0]["job_ns"]  # the worker's start-up and the warm-up came before the job
+
+
+def test_a_hold_the_hold_cache_lacks_is_built_in_the_files_cache_and_says_so(monkeypatch):
+    """harness.hold without a GPU: Triton stood in by a kernel that can only be built where the cache is writable."""
+    import types
+    fake = types.ModuleType("triton")
+    fake.jit = lambda fn: fn
+    fake.language = types.ModuleType("triton.language")
+    monkeypatch.setitem(sys.modules, "triton", fake)
+    monkeypatch.setitem(sys.modules, "triton.language", fake.language)
+    monkeypatch.delitem(sys.modules, "harness.hold", raising=False)
+    from harness import hold
+    from harness.protocol import FILE_TRITON_CACHE
+    built = []
+
+    class Kernel:
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                if os.environ["TRITON_CACHE_DIR"] == "/hold-cache":  # read-only to the worker
+                    raise PermissionError(13, "Permission denied", "/hold-cache/x")
+                built.append(os.environ["TRITON_CACHE_DIR"])
+            return launch
+    monkeypatch.setattr(hold, "_hold_kernel", Kernel())
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/hold-cache")
+    monkeypatch.setenv(FILE_TRITON_CACHE, "/builds/own/triton/cache")
+    stand_in = object.__new__(hold.StreamHold)
+    stand_in.programs, stand_in.timeout_ns, stand_in.host_flag, stand_in.built_in = 4, 1, None, None
+    stand_in.device_words = torch.zeros(2, dtype=torch.int32)
+    stand_in.engage()
+    stand_in.engage()
+    assert stand_in.built_in == "file" and built == ["/builds/own/triton/cache"] * 2

@@ -22,6 +22,7 @@ from ..layout import flatten, output_buffers
 from ..protocol import Result
 from ..rules import ARENA, DEFAULT_TIMING
 from ..stats import calculate
+from .sandbox import HOLD_CACHE
 from .seeds import SeedSource
 from .slots import Layout, Slot
 from .supervisor import Verdict, WorkerProcess
@@ -123,6 +124,16 @@ class L2Flush:
         self.buffer.zero_()
 
 
+def build_hold() -> None:
+    """The worker's hold kernel built in the hold cache, where no worker may write (harness.hold). Should it fail,
+    the worker builds the hold in its file's own cache and the run's sandbox line says so."""
+    from ..hold import build
+    try:
+        build(str(HOLD_CACHE))
+    except Exception:  # noqa: BLE001 - the worker's fallback is named in the run's protection
+        return
+
+
 class Evaluation:
     def __init__(self, task: str, path: str, timeout_s: float, timing: str = DEFAULT_TIMING, confined: bool = True):
         self.task = get_task(task)
@@ -140,10 +151,14 @@ class Evaluation:
                 self.worker = WorkerProcess(task, path, timeout_s, confined)
                 self.flush = L2Flush() if self.gpu else None  # while the worker starts
                 self.telemetry = Telemetry.open() if self.gpu else None
+                if self.gpu:
+                    build_hold()
                 self.worker.wait_ready()
             self.sandbox = self.worker.sandbox
             with self.unreported("calibrate"):
                 self.witness_calibration = self.calibrate()
+            if self.hold_built_in == "file":
+                self.sandbox += "; the hold kernel was built in the file's own build cache, where it could plant one"
             with self.unreported("load"):
                 self.worker.send("load")
                 self.worker.expect(("loaded",), time.monotonic() + timeout_s + 60)
@@ -245,6 +260,7 @@ class Evaluation:
         small, large = CALIBRATION_BYTES[where]
         points = []
         self.job_deadline = time.monotonic() + self.timeout_s
+        self.hold_built_in = None
         for nbytes, count in ((small, 1), (large, 1), (64, CALIBRATION_SLOTS)):
             def shaped(fill):  # an operand, a second one, an output: as a task's input tuple ends in c
                 return fill(nbytes), fill(64), torch.zeros(64, 64, dtype=torch.float16, device=where)
@@ -253,6 +269,7 @@ class Evaluation:
                         for _ in slots]
             for n in range(CALIBRATION_SAMPLES + 1):
                 result = self.sample(list(range(count)), list(zip(slots, privates)), self.timing, null=True)
+                self.hold_built_in = result.report.get("hold_built_in")
                 if n:  # the first of each configuration warms the copy paths
                     points.append(result.witness_ns - result.waited_ns - result.own_ns
                                   - float(result.report.get("region_ns", 0)))

@@ -6,7 +6,8 @@
   so reuse its own builds but never write another file's: one that planted a wrong extension in a shared
   cache would change the verdict of a later run of another file. Nothing a worker may write holds the
   repository, the results folder or the Python environment. The worker applies the rule itself before
-  importing torch (harness.worker.confine).
+  importing torch (harness.worker.confine). Until it imports its file, the worker's Triton cache is the hold cache
+  (HOLD_CACHE, which it may not write), where the evaluator built the hold kernel (harness.hold).
 - `startup_hooks()`: `.pth` files with code and sitecustomize/usercustomize modules on this interpreter's
   path: each runs in every Python process, the evaluator's included, so a run names them.
 """
@@ -19,8 +20,10 @@ import tempfile
 from pathlib import Path
 
 from ..paths import ROOT
+from ..protocol import FILE_TRITON_CACHE
 
 BUILDS = Path.home() / ".cache" / "nvfp4-arena" / "builds"
+HOLD_CACHE = Path.home() / ".cache" / "nvfp4-arena" / "hold" / "triton"  # the evaluator's build of the hold (harness.hold)
 CACHE_FOLDERS = {"TORCH_EXTENSIONS_DIR": "torch_extensions", "TRITON_CACHE_DIR": "triton/cache", "TRITON_HOME": "triton",
                  "CUTE_DSL_CACHE_DIR": "cute_dsl", "CUDA_CACHE_PATH": "nv", "XDG_CACHE_HOME": "xdg"}
 
@@ -69,7 +72,8 @@ def worker_environment(paths: list) -> tuple[dict, list[str], tempfile.Temporary
     caches = cache_variables(folder)
     for cache in caches.values():
         Path(cache).mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, **caches, "TMPDIR": scratch.name, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {**os.environ, **caches, "TMPDIR": scratch.name, "PYTHONDONTWRITEBYTECODE": "1",
+           "TRITON_CACHE_DIR": str(HOLD_CACHE), FILE_TRITON_CACHE: caches["TRITON_CACHE_DIR"]}
     return env, [scratch.name, str(folder)], scratch
 
 

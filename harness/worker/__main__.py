@@ -43,11 +43,11 @@ class Worker:
         self.device = device.open_device(task_rules(args.task).eval.clear_bytes)
         self.hold = None
         if self.device.gpu:
-            from harness.worker.hold import StreamHold
+            from harness.hold import StreamHold
             page = mmap.mmap(args.flag, 4096)
             flag = torch.frombuffer(page, dtype=torch.int32, count=1)
             torch.cuda.cudart().cudaHostRegister(flag.data_ptr(), 4096, 0)
-            self.hold = StreamHold(flag, timeout_ns=HOLD_SAFETY_NS)
+            self.hold = StreamHold(flag)
         else:
             torch.set_num_threads(1)  # as the evaluator: idle OpenMP threads spin, and would share other workers' cores
         self.send("ready", sandbox=sandbox, clear_ns=self.device.clear_ns)
@@ -59,8 +59,11 @@ class Worker:
         return self.reader.receive(math.inf)
 
     def load(self):
+        from harness.protocol import FILE_TRITON_CACHE
         from harness.submission import import_submission
         from harness.worker import sample
+        if FILE_TRITON_CACHE in os.environ:  # the hold was built in the harness's cache; the file builds in its own
+            os.environ["TRITON_CACHE_DIR"] = os.environ.pop(FILE_TRITON_CACHE)
         self.kernel = import_submission(Path(self.path)).custom_kernel
         self.check = sample.SelfCheck([sample, sys.modules[__name__], self.channel], self.device)
 
@@ -116,9 +119,6 @@ class Worker:
             self.device.synchronize()
         sort = "self_cuda_time_total" if self.device.gpu else "self_cpu_time_total"
         return prof.key_averages().table(sort_by=sort, row_limit=15)
-
-
-HOLD_SAFETY_NS = 60e9  # a hold nobody releases (the evaluator gone) ends after this much GPU time
 
 
 def main(argv=None):

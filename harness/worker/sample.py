@@ -98,7 +98,7 @@ def timed_sample(kernel, batch: list, device, hold, method: str, send, wait_go) 
     problems = [place_output(o, d) for o, d in zip(outs, batch)]
     device.synchronize()
     return {"region_ns": region_ns, "host_ns": host_ns, "pending_ns": pending_ns, "hold_timed_out": timed_out,
-            "problems": problems}
+            "problems": problems, "hold_built_in": hold.built_in if hold else None}
 
 
 class SelfCheck:

@@ -15,13 +15,29 @@ PCIe reader instead of thousands). A hold that is never released (a submission t
 inside custom_kernel waits for the hold itself) is released by the evaluator after the contest
 clear's duration, as the contest's clear would have ended; `timeout_ns` only ends a hold nobody
 releases (the evaluator gone), and `timed_out` says so.
+
+Built where no file can plant a build: Triton writes the kernel, its launcher and its driver helpers (native
+code it loads) into TRITON_CACHE_DIR, and a worker may write its file's own build cache, so a hold built there
+would run whatever an earlier run of the same file left in its place, before the witness calibrates. The
+evaluator therefore builds the hold (`build`) in the harness's hold cache, which no worker may write, and a
+worker starts with TRITON_CACHE_DIR pointing there, so its first engage finds every piece built; it switches
+to the file's own cache before the submission is imported (FILE_TRITON_CACHE). Should the hold cache lack a
+piece (a Triton or GPU the evaluator did not build for), the worker builds it in the file's cache, and says so
+(`built_in`). Used on both sides of the process boundary: the evaluator builds, the worker engages.
 """
+import mmap
+import os
+from contextlib import contextmanager
+
 import torch
 import triton
 import triton.language as tl
 
+from .protocol import FILE_TRITON_CACHE
+
 THREADS_PER_SM = 2048  # resident-thread limit of sm_80..sm_100 SMs
 WARPS = 32  # 1024 threads per program, two programs per SM
+SAFETY_NS = 60e9  # a hold nobody releases (the evaluator gone) ends after this much GPU time
 
 
 @triton.jit
@@ -52,18 +68,62 @@ class StreamHold:
     host_flag: an int32 CPU tensor over the page the evaluator writes (harness.worker.__main__ maps and
     registers it)."""
 
-    def __init__(self, host_flag: torch.Tensor, timeout_ns: float):
+    def __init__(self, host_flag: torch.Tensor, timeout_ns: float = SAFETY_NS):
         props = torch.cuda.get_device_properties(torch.cuda.current_device())
         self.programs = props.multi_processor_count * (THREADS_PER_SM // (WARPS * 32))
         self.timeout_ns = int(timeout_ns)
         self.host_flag = host_flag
         self.device_words = torch.zeros(2, dtype=torch.int32, device="cuda")  # [released, timed out]
+        self.built_in = None  # "harness" or "file": the Triton cache its first engage found it built in
 
     def engage(self):
         self.device_words.zero_()
+        if self.built_in is None:
+            self.built_in = "harness"
+            try:
+                self._launch()
+                return
+            except OSError:  # a piece the hold cache lacks, which this worker may not write there
+                self.built_in = "file"
+                os.environ["TRITON_CACHE_DIR"] = os.environ.get(FILE_TRITON_CACHE, os.environ["TRITON_CACHE_DIR"])
+        self._launch()
+
+    def _launch(self):
         _hold_kernel[(self.programs,)](self.host_flag, self.device_words[0:], self.device_words[1:], self.timeout_ns,
                                        num_warps=WARPS)
 
     def timed_out(self) -> bool:
         """Whether the last hold ended on its timeout (synchronizes with its stream)."""
         return bool(self.device_words[1].item())
+
+
+@contextmanager
+def triton_cache(folder: str):
+    """Triton's cache in `folder` while the block runs (Triton reads TRITON_CACHE_DIR at every use)."""
+    saved = os.environ.get("TRITON_CACHE_DIR")
+    os.environ["TRITON_CACHE_DIR"] = folder
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("TRITON_CACHE_DIR", None)
+        else:
+            os.environ["TRITON_CACHE_DIR"] = saved
+
+
+def build(folder: str) -> None:
+    """The evaluator's build of the hold in the hold cache `folder`: one hold, released before it starts, launched
+    as a worker launches it (a registered host page as its flag), so the kernel, its launcher and Triton's driver
+    helpers are all written there."""
+    page = mmap.mmap(-1, 4096)
+    flag = torch.frombuffer(page, dtype=torch.int32, count=1)
+    flag.fill_(1)
+    cudart = torch.cuda.cudart()
+    cudart.cudaHostRegister(flag.data_ptr(), 4096, 0)
+    try:
+        with triton_cache(folder):
+            hold = StreamHold(flag)
+            hold.engage()
+            torch.cuda.synchronize()
+    finally:
+        cudart.cudaHostUnregister(flag.data_ptr())
