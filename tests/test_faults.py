@@ -155,6 +155,19 @@ def test_a_gigabyte_of_output_neither_blocks_nor_floods(results_dir):
 
 
 @pytest.mark.slow
+def test_what_a_submission_prints_reaches_the_user(tmp_path):
+    """Python's print and C's printf inside custom_kernel, forwarded from the worker, which leaves without Python's
+    teardown once its evaluation ends."""
+    path = tmp_path / "prints.py"
+    path.write_text("import ctypes\n" + (ROOT / "tests" / "redteam" / "_honest.py").read_text()
+                    + "\ndef custom_kernel(data):\n    print('from python')\n"
+                    + "    ctypes.CDLL(None).printf(b'from C\\n')\n    return honest(data)\n")
+    proc = run("--task", "gemm", "--submission", str(path), "--mode", "test", "--case", "0")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert b"from python" in proc.stderr and b"from C" in proc.stderr
+
+
+@pytest.mark.slow
 def test_bad_record_lines_are_skipped_by_every_view(results_dir):
     results_dir.mkdir(parents=True)
     good = [json.loads(line) for line in (ROOT / "results" / "gemv.jsonl").read_text().splitlines()]

@@ -25,7 +25,7 @@ from ..stats import calculate
 from .sandbox import HOLD_CACHE
 from .seeds import SeedSource
 from .slots import Layout, Slot
-from .supervisor import Verdict, WorkerProcess
+from .supervisor import Verdict, WorkerProcess, take_spare
 from .telemetry import Telemetry
 from .witness import Calibration, Witness, run_delay_ns
 
@@ -148,7 +148,8 @@ class Evaluation:
         self.unreported = Phases()  # reported by the first recorded job this worker serves
         try:
             with self.unreported("start"):
-                self.worker = WorkerProcess(task, path, timeout_s, confined)
+                self.worker = take_spare(task, path, timeout_s, confined) or WorkerProcess(task, path, timeout_s,
+                                                                                           confined)
                 self.flush = L2Flush() if self.gpu else None  # while the worker starts
                 self.telemetry = Telemetry.open() if self.gpu else None
                 if self.gpu:

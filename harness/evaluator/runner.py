@@ -13,6 +13,7 @@ from ..protocol import Job
 from ..rules import DEFAULT_MODES, DEFAULT_TIMING
 from ..submission import Submission
 from .session import RunSummary, execute
+from .supervisor import drop_spares, start_spare
 
 
 def pick_shapes(shapes: str) -> str:
@@ -61,12 +62,19 @@ class Watch:
 
 def run(options: RunOptions, watch: Watch = Watch()) -> Iterator[RunSummary]:
     """The options' modes in turn, each one's summary as it ends; after a mode in which not every case passed,
-    the modes left are not run. ValueError: no case has an index of `only`."""
-    for mode in options.modes:
-        with watch.mode(mode):
-            summary = execute(options.submission, mode, options.shapes, options.timeout_s, options.record_file(),
-                              options.secret_seed, partial(watch.job_started, mode), watch.recorded,
-                              options.only, options.confined, options.timing, options.keep_going)
-        yield summary
-        if not summary.passed:
-            return
+    the modes left are not run. While a mode runs, once its worker has loaded the file, the next mode's worker
+    starts beside it (a spare, harness.evaluator.supervisor). ValueError: no case has an index of `only`."""
+    sub = options.submission
+    try:
+        for n, mode in enumerate(options.modes):
+            following = n + 1 < len(options.modes)
+            with watch.mode(mode):
+                summary = execute(sub, mode, options.shapes, options.timeout_s, options.record_file(),
+                                  options.secret_seed, partial(watch.job_started, mode), watch.recorded,
+                                  options.only, options.confined, options.timing, options.keep_going,
+                                  partial(start_spare, sub.task, str(sub.path), options.confined) if following else None)
+            yield summary
+            if not summary.passed:
+                return
+    finally:
+        drop_spares()

@@ -135,10 +135,11 @@ def start_evaluation(task: str, path: str, timeout_s: float, timing: str, confin
 
 
 def run_jobs(task: str, path: str, jobs: list, timeout_s: float, on_start=None, on_outcome=None,
-             timing: str = DEFAULT_TIMING, confined: bool = True, keep_going: bool = False) -> None:
+             timing: str = DEFAULT_TIMING, confined: bool = True, keep_going: bool = False, on_ready=None) -> None:
     """Run jobs in order, each in a healthy worker (replaced after any job that did not pass); calls
-    on_outcome(job, result, sandbox) as each ends. After a hang or a crash the remaining jobs are
-    skipped unless keep_going; a failing warm-up hands its verdict to the next recorded job."""
+    on_outcome(job, result, sandbox) as each ends, and on_ready() once the first worker has loaded the file. After
+    a hang or a crash the remaining jobs are skipped unless keep_going; a failing warm-up hands its verdict to the
+    next recorded job."""
     evaluation, stopped_by, warmup_failure = None, None, None
     last = {"sandbox": ""}
 
@@ -165,6 +166,9 @@ def run_jobs(task: str, path: str, jobs: list, timeout_s: float, on_start=None, 
                 for rest in jobs[n:]:
                     finish(rest, replace(fatal))
                 return
+            if on_ready:
+                on_ready()
+                on_ready = None
         result = run_job(evaluation, job)
         if not job.record and result.status != "pass":
             warmup_failure = result
@@ -181,9 +185,9 @@ def run_jobs(task: str, path: str, jobs: list, timeout_s: float, on_start=None, 
 
 def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = None, record_to: Path | None = None,
             secret_seed: int | None = None, on_start=None, on_record=None, only=None, confined: bool = True,
-            timing: str = DEFAULT_TIMING, keep_going: bool = False) -> RunSummary:
+            timing: str = DEFAULT_TIMING, keep_going: bool = False, on_ready=None) -> RunSummary:
     """Run every job of the mode; records are appended to `record_to` as they finish (if that fails,
-    the run goes on and `unstored` says why)."""
+    the run goes on and `unstored` says why); on_ready() as in run_jobs."""
     jobs = build_jobs(sub.task, mode, shapes, secret_seed, only, timing)
     summary = RunSummary(sub, mode, shapes, timing, device=describe(), hooks=startup_hooks())  # the evaluator's view
     run_id = uuid.uuid4().hex[:12]
@@ -207,7 +211,7 @@ def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = N
             on_record(rec)
 
     run_jobs(sub.task, str(sub.path), jobs, timeout_s or TIMEOUT_S[mode], on_start=on_start, on_outcome=finished,
-             timing=timing, confined=confined, keep_going=keep_going)
+             timing=timing, confined=confined, keep_going=keep_going, on_ready=on_ready)
     return summary
 
 

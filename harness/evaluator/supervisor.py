@@ -274,6 +274,32 @@ def _is_zombie(pid: int) -> bool:
         return True
 
 
+_SPARES: dict = {}  # (task, path, confined) -> a worker started before the evaluation that will take it
+
+
+def start_spare(task: str, path: str, confined: bool) -> None:
+    """A worker for this file's next evaluation, started now, so that its interpreter, torch and CUDA context come
+    up while the current evaluation runs (harness.evaluator.runner: the benchmark's worker during the tests). It
+    imports nothing of the file until an evaluation takes it and says "load"."""
+    key = (task, str(path), confined)
+    if key not in _SPARES:
+        _SPARES[key] = WorkerProcess(task, path, STARTUP_GRACE_S, confined)
+
+
+def take_spare(task: str, path: str, timeout_s: float, confined: bool) -> "WorkerProcess | None":
+    """The spare started for this file, now with this evaluation's timeout; None if there is none."""
+    worker = _SPARES.pop((task, str(path), confined), None)
+    if worker is not None:
+        worker.timeout_s = timeout_s
+    return worker
+
+
+def drop_spares() -> None:
+    """Stop the spares no evaluation took (the run ended before the mode they were started for)."""
+    while _SPARES:
+        _SPARES.popitem()[1].stop()
+
+
 def stop_all():
     """Kill every live worker (the evaluator is leaving)."""
     for worker in list(_LIVE):
