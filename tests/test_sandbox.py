@@ -1,6 +1,7 @@
 """The worker's sandbox and the evaluator's subreaper, tried by a file that wants to change records and the
 repository and to leave a process behind (tests/redteam/persist.py). Needs Landlock (Linux 5.13+, landlockpy)."""
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -104,3 +105,16 @@ def test_a_file_builds_in_its_own_triton_cache(tmp_path):
                            "--mode", "test", "--case", "0", "--json", "--no-record"],
                           capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert [r["status"] for r in json.loads(proc.stdout)[0]["records"]] == ["pass", "pass"], proc.stdout[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not landlock_available() or os.geteuid() != 0,
+                    reason="needs Landlock, and root: to anyone else the targets are closed by their owners anyway")
+def test_a_worker_running_as_root_cannot_write_disks_or_the_kernels_settings():
+    """tests/redteam/dev_proc_escape.py fails to import if it can open a raw disk, /dev/kmsg or a sysctl for
+    writing; the sandbox grants /dev and /proc only where the CUDA driver writes."""
+    proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
+                           str(ROOT / "tests" / "redteam" / "dev_proc_escape.py"), "--mode", "test", "--case", "0",
+                           "--json", "--no-record"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    records = json.loads(proc.stdout)[0]["records"]
+    assert [r["status"] for r in records] == ["pass", "pass"], records[0]["message"]
