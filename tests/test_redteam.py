@@ -1,6 +1,7 @@
 """The red-team suite: each cheating or broken submission gets its own clear verdict, the run goes
 on, and honest files are not flagged. CPU cases run here; GPU-only cases need CUDA."""
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -34,7 +35,10 @@ CPU_CASES = {  # every one now meets freshly drawn inputs the worker cannot pred
     "intermittent_forge": ("tampered", "one sample over"),  # a forgery in every other sample, never in a row
     "selfcheck_not_a_list": ("tampered", "the worker's report was malformed"),  # every field's type is checked
     "host_ns_string": ("tampered", "the worker's report was malformed"),
+    "starved_main": ("tampered", "the evaluator's clock saw"),  # the worker's waits for a CPU are not credited
+    "tensor_subclass": ("fail", "expected a torch.Tensor, got Deferred"),  # no subclass hook after the region
 }
+NEEDS_CC = {"starved_main"}  # builds its spin loop with cc
 GPU_CASES = [
     pytest.param("side_stream", "fail", "after custom_kernel returned|escaped the timing events|mismatch"),
     # the limit is per CUDA context: only the worker's self-check reads it (a speed bump)
@@ -52,6 +56,8 @@ def run(name: str, *extra):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CPU_CASES))
 def test_cheat_gets_its_verdict(name, results_dir):
+    if name in NEEDS_CC and shutil.which("cc") is None:
+        pytest.skip("needs a C compiler (cc)")
     status, words = CPU_CASES[name]
     proc, out = run(name, "--case", "0")
     assert proc.returncode == 1

@@ -216,3 +216,11 @@ def test_a_hold_the_hold_cache_lacks_is_built_in_the_files_cache_and_says_so(mon
     stand_in.engage()
     stand_in.engage()
     assert stand_in.built_in == "file" and built == ["/builds/own/triton/cache"] * 2
+
+
+def test_a_witness_verdict_names_a_crowded_machine():
+    from harness.evaluator.evaluation import CROWDED_NS, Sample, crowded
+    calm = Sample(5e6, 0.0, 1e6, 0.0, {}, [], False)
+    assert crowded(calm) == ""
+    busy = Sample(5e6, 2.5e6, 1e6, 0.0, {}, [], False)
+    assert CROWDED_NS < 2.5e6 and "the evaluator itself waited 2.5 ms for a CPU" in crowded(busy)

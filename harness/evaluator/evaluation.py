@@ -56,6 +56,18 @@ def same_bits(pairs: list) -> bool:
     return not any(bool(torch.cat(found).any().item()) for found in flags.values())
 
 
+CROWDED_NS = 500_000  # the evaluator's own wait for a CPU in one sample above which a verdict names the crowding
+
+
+def crowded(sample) -> str:
+    """A note on a witness verdict where the evaluator's own thread waited for a CPU in that sample: the worker's
+    waits count against it, so a crowded machine can flag an honest file (or a file that crowds it itself)."""
+    if sample.waited_ns < CROWDED_NS:
+        return ""
+    return (f" (this machine was crowded: the evaluator itself waited {sample.waited_ns / 1e6:.1f} ms for a CPU in "
+            f"that sample; on a crowded machine an honest file can be flagged too: run it again on an idle one)")
+
+
 def malformed(what: str) -> Verdict:
     return Verdict("tampered", f"the worker's report was malformed ({what})")
 
@@ -82,7 +94,7 @@ class Sample:
     """What one timed sample came to, on the evaluator's side."""
 
     witness_ns: float  # the evaluator's clock around the sample
-    waited_ns: float  # of which the evaluator's thread and the worker's main thread waited for a CPU
+    waited_ns: float  # of which the evaluator's thread waited for a CPU between its writes and its copies
     own_ns: float  # of which the evaluator wrote the inputs (and flushed the L2) and copied the outputs back
     copy_ns: float  # of that, the copies of the outputs
     report: dict
@@ -212,17 +224,16 @@ class Evaluation:
     def _sample(self, calls, writes, method, null) -> Sample:
         released_early = False
         gpu_arena = self.gpu and method == ARENA
-        worker = self.worker.process.pid
         if gpu_arena:
             self.worker.release(0)
         if not gpu_arena:
-            t0, ours, theirs, written = self._witnessed_write(writes)
+            t0, written, ours = self._witnessed_write(writes)
         self.worker.send("arm", slots=[] if null else calls, method=method)
         if gpu_arena:
             wait = (self.worker.clear_ns or 40e6) / 1e9  # what the contest's clear would have hidden
             queued = self.worker.expect(("queued",), min(self.deadline(), time.monotonic() + wait), patient=True)
             released_early = queued is None
-            t0, ours, theirs, written = self._witnessed_write(writes)
+            t0, written, ours = self._witnessed_write(writes)
             self.worker.release(1)
             if queued is None:
                 self.worker.expect(("queued",), self.deadline())
@@ -231,21 +242,21 @@ class Evaluation:
             if not self.gpu:
                 self.worker.send("go")
         report = self.worker.expect(("sampled",), self.deadline())
+        waited = run_delay_ns() - ours
         copying = time.perf_counter_ns()
         outputs = [[b.clone() for b in outputs_of(self.slots[i].data)] for i in calls]
         if self.gpu:
             torch.cuda.synchronize()
         t1 = time.perf_counter_ns()
         witness_ns, copy_ns = t1 - t0, t1 - copying
-        waited = (run_delay_ns() - ours) + (run_delay_ns(worker) - theirs)
         return Sample(witness_ns, waited, written - t0 + copy_ns, copy_ns, report, outputs, released_early)
 
     def _witnessed_write(self, writes: list) -> tuple:
-        """The witness's start, then the inputs written: (its clock, the two processes' waits so far, when the
-        writes ended)."""
-        started = time.perf_counter_ns(), run_delay_ns(), run_delay_ns(self.worker.process.pid)
+        """The witness's start, then the inputs written: (its clock, when the writes ended, the evaluator's waits
+        for a CPU by then)."""
+        started = time.perf_counter_ns()
         self.write(writes)
-        return (*started, time.perf_counter_ns())
+        return started, time.perf_counter_ns(), run_delay_ns()
 
     def write(self, writes: list):
         for slot, private in writes:
@@ -408,7 +419,8 @@ class Evaluation:
                                           + "; ".join(self_check), first_call_ns=first_ns)
             contradiction = witness.judge(result.witness_ns, result.waited_ns, region, result.own_ns, result.copy_ns)
             if contradiction:
-                return Result("tampered", f"sample {sample_number}: {contradiction}", first_call_ns=first_ns)
+                return Result("tampered", f"sample {sample_number}: {contradiction}{crowded(result)}",
+                              first_call_ns=first_ns)
             durations.append(region / n)
             host_ns.append(number(report, "host_ns") / n)
             pending.append(number(report, "pending_ns"))

@@ -14,16 +14,17 @@ calibrated remainder. Its margin: SPREAD_MULTIPLE spreads (at least MIN_MARGIN_N
 the timed work and copies, whose own noise grows with them (MIN_MARGIN_NS is per device kind). Over the margin a sample is flagged; the first
 sample of a job is not judged (fresh slots fault their pages in). A verdict: one sample over HARD_MULTIPLE
 margins, three flagged samples in a row, more than MAX_FLAGGED_SHARE of the samples flagged, or a median excess
-over the median margin. So a forger who hides time in a few samples must keep each under a few margins, and in
+over the median margin, however few samples were judged (a job may stop after three, the first not judged). So a forger who hides time in a few samples must keep each under a few margins, and in
 most samples under one.
 
-W leaves out the time the evaluator's thread and the worker's main thread spent waiting for a CPU while
-runnable (Linux schedstat's run delay): load from other processes on a busy machine is not hidden work (one
-descheduling on a crowded machine takes milliseconds). A wait inside the worker's calls is in its reported time
-too, so on a crowded machine a worker can report its calls less their waits and pass; a submission that keeps
-the machine's CPUs busy with threads of its own slows the evaluator's side and hides that much; and on a GPU,
-work a submission starts on another stream while the evaluator writes and flushes lengthens the evaluator's
-timed work instead of the excess. The witness is a speed bump, not a wall.
+W leaves out the time the evaluator's thread spent waiting for a CPU while runnable (Linux schedstat's run
+delay) between its writes and its copies (its waits inside them are in its timed work already): load from other
+processes on a busy machine is not hidden work. The worker's waits are not left out: the submission decides
+when its own threads wait (a main thread put to SCHED_IDLE behind threads of its own waits as long as they
+work), so a crowded machine can flag an honest sample before it lets hidden work through. A wait inside the
+worker's calls is in its reported time, so on a crowded machine a worker can report its calls less their waits
+and pass; and on a GPU, work a submission starts on another stream while the evaluator writes and flushes
+lengthens the evaluator's timed work instead of the excess. The witness is a speed bump, not a wall.
 """
 import statistics
 from dataclasses import dataclass, field
@@ -81,9 +82,9 @@ class Witness:
 
     def judge(self, witness_ns: float, waited_ns: float, region_total_ns: float, own_ns: float,
               copies_ns: float) -> str:
-        """'' or why the sample's report cannot be true. waited_ns: the part of witness_ns the two processes spent
-        waiting for a CPU; own_ns: the evaluator's timed work; copies_ns: what the worker's copies of returned
-        outputs may take."""
+        """'' or why the sample's report cannot be true. waited_ns: the part of witness_ns the evaluator's thread
+        spent waiting for a CPU outside its own timed work; own_ns: the evaluator's timed work; copies_ns: what the
+        worker's copies of returned outputs may take."""
         if region_total_ns > witness_ns:
             return (f"the worker reported {region_total_ns / 1e3:.1f} µs of calls inside a sample the evaluator's "
                     f"clock saw last {witness_ns / 1e3:.1f} µs")
@@ -106,7 +107,7 @@ class Witness:
         return self.message(excess, margin, f"{IN_A_ROW} samples in a row")
 
     def judge_all(self) -> str:
-        if len(self.excess_ns) < IN_A_ROW:
+        if not self.excess_ns:
             return ""
         margin = statistics.median(self.margins_ns)
         if statistics.median(self.excess_ns) > margin:

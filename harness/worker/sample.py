@@ -29,7 +29,7 @@ def place_output(out, data) -> str:
         return f"returned {len(outs)} outputs, expected {len(targets)} (one per group)"
     for g, (o, c) in enumerate(zip(outs, targets)):
         name = f"group {g}" if grouped else "output"
-        if not isinstance(o, torch.Tensor):
+        if type(o) is not torch.Tensor:  # a subclass could run code of its own when the worker reads it into c
             return f"{name}: expected a torch.Tensor, got {type(o).__name__}"
         if tuple(o.shape) != tuple(c.shape):
             return f"{name}: shape {tuple(o.shape)} != expected {tuple(c.shape)}"
