@@ -148,10 +148,11 @@ def test_measured_diff_of_identical_files_spans_one(results_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_measure_interleaves_versions_each_in_a_worker_of_its_own(tmp_path):
+def test_measure_interleaves_versions_each_in_a_worker_of_its_own(tmp_path, monkeypatch):
     """diff --measure: every version runs each round, every shape, in a worker process of its own that imports it
-    once (one file cannot reach another's kernel). Each file logs its imports into its own build cache, one of
-    the two folders its sandbox may write."""
+    once (one file cannot reach another's kernel), stopped while another version is timed (so that threads a file
+    started cannot slow the others down while it waits for its turn). Each file logs its imports into its
+    own build cache, one of the two folders its sandbox may write."""
     from harness.evaluator.sandbox import build_environment
     from harness.evaluator.session import measure_interleaved
     from harness.submission import resolve
@@ -165,7 +166,17 @@ def test_measure_interleaves_versions_each_in_a_worker_of_its_own(tmp_path):
         subs.append(resolve(str(path), "gemv", leaderboards()))
         logs.append(Path(build_environment([path])["XDG_CACHE_HOME"]) / "imports.log")
         logs[-1].unlink(missing_ok=True)
+    from harness.evaluator import session, supervisor
+    states = []
+    run_job = session.run_job
+
+    def watched(evaluation, job):  # every other version's worker is stopped while this one is timed
+        others = [w.process.pid for w in supervisor._LIVE if w is not evaluation.worker]
+        states.extend(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] for pid in others)
+        return run_job(evaluation, job)
+    monkeypatch.setattr(session, "run_job", watched)
     pooled = measure_interleaved(subs, "smoke", rounds=2)
+    assert states and set(states) == {"T"}, states
     pids = [log.read_text().split() for log in logs]
     assert [len(p) for p in pids] == [1, 1] and pids[0] != pids[1], pids  # imported once each, in two processes
     assert set(pooled) == {"first", "second"}

@@ -217,9 +217,10 @@ def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = N
 
 def measure_interleaved(subs: list, shapes: str, rounds: int, on_round=None, timing: str = DEFAULT_TIMING) -> dict:
     """`diff --measure`: benchmark every version `rounds` times in turn, each in a worker of its own started
-    before the first round (one file cannot reach another's kernel), the order reversed every other round
-    (A B C C B A ...) so neither drift nor going first favours a version; per version and shape index, the mean
-    of each round: {version: {index: [ns, ...]}}. The same jobs as benchmark mode; records are not written."""
+    before the first round (one file cannot reach another's kernel) and stopped (SIGSTOP) outside its turns, so
+    that it takes no CPU from the version being timed; the order reversed every other round (A B C C B A ...) so
+    neither drift nor going first favours a version; per version and shape index, the mean of each round:
+    {version: {index: [ns, ...]}}. The same jobs as benchmark mode; records are not written."""
     task = subs[0].task
     jobs = build_jobs(task, "benchmark", shapes, timing=timing)
     timeout_s = TIMEOUT_S["benchmark"]
@@ -230,9 +231,11 @@ def measure_interleaved(subs: list, shapes: str, rounds: int, on_round=None, tim
             if fatal:
                 raise RuntimeError(f"the worker of {sub.version} did not start: {fatal.message}")
             evaluations[sub.version] = evaluation
+            evaluation.worker.freeze(True)
         pooled = {s.version: {} for s in subs}
         for r in range(rounds):
             for sub in subs if r % 2 == 0 else reversed(subs):
+                evaluations[sub.version].worker.freeze(False)
                 for job in jobs:
                     result = run_job(evaluations[sub.version], job)
                     if result.status != "pass":
@@ -240,9 +243,11 @@ def measure_interleaved(subs: list, shapes: str, rounds: int, on_round=None, tim
                                            f"({job.label}): {result.status}: {result.message}")
                     if job.record:
                         pooled[sub.version].setdefault(job.index, []).append(result.stats["mean"])
+                evaluations[sub.version].worker.freeze(True)
                 if on_round:
                     on_round(r + 1, sub.version)
     finally:
         for evaluation in evaluations.values():
+            evaluation.worker.freeze(False)
             evaluation.close()
     return pooled

@@ -182,6 +182,17 @@ class WorkerProcess:
         """Write the hold's flag in the page the worker's hold kernel polls."""
         self.flag[0:4] = int(value).to_bytes(4, "little")
 
+    def freeze(self, frozen: bool) -> None:
+        """Stop the worker and every process it started (SIGSTOP), or let them go on (SIGCONT): a worker waiting
+        for its turn among others (diff --measure) takes no CPU from the one being timed."""
+        sig = signal.SIGSTOP if frozen else signal.SIGCONT
+        for target in [lambda: os.killpg(self.process.pid, sig), *[lambda pid=pid: os.kill(pid, sig)
+                                                                      for pid in self.descendants()]]:
+            try:
+                target()
+            except (ProcessLookupError, PermissionError):
+                pass
+
     def descendants(self) -> list[int]:
         """Processes the worker started that are still alive (its descendants, and orphans re-parented here)."""
         parents = _parents()
