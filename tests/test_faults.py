@@ -221,3 +221,10 @@ def test_errors_point_at_the_users_own_line_once(results_dir):
     proc = run("--task", "gemm", "--submission", str(FAULTS / "raises_in_kernel.py"), "--mode", "test", "--case", "0",
                "--traceback")
     assert "Traceback (most recent call last)" in proc.stdout.decode()
+
+
+def test_a_workers_output_cannot_redraw_the_evaluators_lines():
+    """Escape sequences, carriage returns and backspaces from a submission are shown as '?', text as it is."""
+    from harness.evaluator.supervisor import printable
+    assert printable(b"\x1b[2K\r  smoke 0: pass\x08\x7f\n\tdone") == b"?[2K?  smoke 0: pass??\n\tdone"
+    assert printable("µs é".encode()) == "µs é".encode()

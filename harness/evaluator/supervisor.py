@@ -94,8 +94,18 @@ def _death_message(code: int | None) -> str:
     return f"crashed: the worker process exited with code {code} before reporting a result"
 
 
+VISIBLE = bytes(b if b in b"\n\t" or 32 <= b != 127 else ord("?") for b in range(256))  # terminal controls -> ?
+
+
+def printable(chunk: bytes) -> bytes:
+    """A worker's output with terminal controls (escape sequences, carriage returns, backspaces) shown as "?":
+    they could otherwise redraw the lines where the evaluator reports verdicts."""
+    return chunk.translate(VISIBLE)
+
+
 class _Output(threading.Thread):
-    """Drains a worker's stdout and stderr: forwards up to OUTPUT_CAP bytes, keeps the tail."""
+    """Drains a worker's stdout and stderr: forwards up to OUTPUT_CAP bytes with terminal controls made visible
+    (printable), keeps the tail."""
 
     def __init__(self, stream):
         super().__init__(daemon=True)
@@ -109,7 +119,7 @@ class _Output(threading.Thread):
             self.dropped += len(chunk) - len(keep)
             if keep:
                 try:
-                    sys.stderr.buffer.write(keep)
+                    sys.stderr.buffer.write(printable(keep))
                     sys.stderr.flush()
                 except (OSError, ValueError, AttributeError):
                     pass
