@@ -6,6 +6,10 @@
 #   template the FP4 _scaled_mm template's one line
 #   best     each best version's benchmark under arena and contest timing, back to back (fidelity)
 #   v0       every v0's tests
+#   default  the first best version in the default modes (test, then benchmark: the benchmark's worker is a spare
+#            started during the tests), to set against its benchmark-only run's wall time
+#   sweep    every lineage version of each task in SWEEP_TASKS (default: all four) in benchmark mode, builds first
+#            (run.py sweep), each task's summary in results.tgz (sweep_<task>.json), within SWEEP_SECONDS each (default 600)
 # Usage on the device (with landlockpy's wheel carried in .whl/):
 #   NVFP4_ARENA_COMMIT=<hash> [STEPS="redteam best v0"] bash scripts/device_evaluator.sh [task:version ...]
 # Files in $OUT: env.txt, log.txt, runs.jsonl (one line per run: label, wall seconds, exit code, run.py's JSON),
@@ -17,7 +21,7 @@ mkdir -p "$OUT/results"
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 BEST=("${@:-gemm:v27 group_gemm:v34 gemv:v12 dual_gemm:v23}")
 read -r -a BEST <<< "${BEST[*]}"
-STEPS=" ${STEPS:-redteam template best v0} "
+STEPS=" ${STEPS:-redteam template best v0 default} "
 
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
   python3 -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
@@ -69,6 +73,17 @@ fi
 if has v0; then
   for task in gemv gemm dual_gemm group_gemm; do
     one "$task v0 test" 120 --task "$task" --submission v0 --mode test
+  done
+fi
+if has default; then
+  spec=${BEST[0]}
+  one "${spec%%:*} ${spec#*:} default modes" 300 --task "${spec%%:*}" --submission "${spec#*:}"
+fi
+if has sweep; then
+  for task in ${SWEEP_TASKS:-gemv gemm dual_gemm group_gemm}; do
+    timeout "${SWEEP_SECONDS:-600}" python3 run.py sweep --task "$task" --mode benchmark --json \
+      > "$OUT/results/sweep_$task.json" 2>> "$OUT/log.txt"
+    echo "$(date +%T) sweep $task rc=$?" >> "$OUT/log.txt"
   done
 fi
 [ -s "$OUT/runs.jsonl" ] && python3 scripts/wall_share.py "$OUT/runs.jsonl" --markdown > "$OUT/share.md" 2>&1
