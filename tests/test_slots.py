@@ -41,3 +41,18 @@ def test_same_bits_compares_cpu_and_cuda_tensors_in_one_call():
     changed = gpu.clone()
     changed[3] = 0
     assert not same_bits([(cpu, cpu.clone()), (gpu, changed)])
+
+
+@pytest.mark.parametrize("where", ["cpu", pytest.param("cuda", marks=needs_gpu)])
+def test_a_staged_input_reaches_the_slot_whole_in_one_copy_per_device(where):
+    """A permuted operand, a scale on the CPU (as group GEMM's) and an fp16 output, staged in the evaluator's own
+    memory and written in one copy per device: the slot then holds exactly the private tuple."""
+    private = (torch.randint(0, 255, (3, 40, 5), dtype=torch.uint8, device=where).permute(1, 2, 0),
+               [torch.randn(7, 3).to(torch.float8_e4m3fn)], torch.randn(6, 2, device=where).half(), 4)
+    layout = Layout.of(private)
+    staged = layout.stage(private)
+    slot = Slot(layout)
+    assert all(b.data_ptr() != s.data_ptr() for b in staged.buffers.values() for s in slot.buffers.values())
+    slot.write_staged(staged)
+    assert slot.data[3] == 4 and slot.data[0].stride() == private[0].stride()
+    assert same_bits([(slot.data[0], private[0]), (slot.data[1][0], private[1][0]), (slot.data[2], private[2])])

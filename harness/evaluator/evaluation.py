@@ -210,7 +210,7 @@ class Evaluation:
 
     # -- the timed protocol ------------------------------------------------------------------------------------
     def sample(self, calls: list, writes: list, method: str, null: bool = False) -> Sample:
-        """One sample: `calls` are slot indices, `writes` (slot, private inputs) pairs written after the worker
+        """One sample: `calls` are slot indices, `writes` (slot, staged private inputs) pairs written after the worker
         queued (GPU arena) or before it starts (CPU, contest). null: the worker makes no call (calibration),
         and the evaluator still copies the slots' outputs back."""
         collecting = gc.isenabled()
@@ -259,8 +259,8 @@ class Evaluation:
         return started, time.perf_counter_ns(), run_delay_ns()
 
     def write(self, writes: list):
-        for slot, private in writes:
-            slot.write(private)
+        for slot, staged in writes:
+            slot.write_staged(staged)
         if self.gpu:
             self.flush()
             torch.cuda.synchronize()
@@ -277,8 +277,8 @@ class Evaluation:
             def shaped(fill):  # an operand, a second one, an output: as a task's input tuple ends in c
                 return fill(nbytes), fill(64), torch.zeros(64, 64, dtype=torch.float16, device=where)
             slots = self.prepare(shaped(lambda n: torch.zeros(n, dtype=torch.uint8, device=where)), count)
-            privates = [shaped(lambda n: torch.randint(0, 255, (n,), dtype=torch.uint8, device=where))
-                        for _ in slots]
+            privates = [slots[0].layout.stage(shaped(lambda n: torch.randint(0, 255, (n,), dtype=torch.uint8,
+                                                                               device=where))) for _ in slots]
             for n in range(CALIBRATION_SAMPLES + 1):
                 result = self.sample(list(range(count)), list(zip(slots, privates)), self.timing, null=True)
                 self.hold_built_in = result.report.get("hold_built_in")
@@ -389,13 +389,15 @@ class Evaluation:
         while True:
             sample_number += 1
             with phases("draw"):
-                privates = [self.generate(job, self.seeds.seed(job.label, job.index, job.values, sample_number, i))
-                            for i in range(n)]
+                staged = [self.slots[0].layout.stage(self.generate(job, self.seeds.seed(job.label, job.index,
+                                                                                         job.values, sample_number, i)))
+                          for i in range(n)]
+                privates = [s.data for s in staged]
             with phases("reference"):
                 expected = [self.task.ref_kernel(p) for p in privates]
             counters = self.telemetry.counters() if self.telemetry else None
             with phases("sample"):
-                result = self.sample(ids, list(zip(self.slots, privates)), job.timing)
+                result = self.sample(ids, list(zip(self.slots, staged)), job.timing)
             checked = time.perf_counter_ns()
             if self.telemetry:
                 self.telemetry.read(counters)

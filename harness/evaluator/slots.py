@@ -8,8 +8,11 @@ in its private memory, and the check `isolated()` confirms that each CUDA segmen
 buffer alone.
 
 The layout travels to the worker as JSON (`Layout.to_wire()`): the input tuple's structure with each tensor replaced
-by (device, offset, dtype, shape, stride). `write()` copies the evaluator's private inputs into a slot, the
-largest tensors first, so the small operand every output depends on arrives last.
+by (device, offset, dtype, shape, stride). `write()` copies the evaluator's private inputs into a slot tensor by
+tensor, the largest first, so the small operand every output depends on arrives last (the untimed calls). A timed
+sample's inputs are staged first (`Layout.stage()`: laid out as a slot is, in the evaluator's own memory), so
+that inside the witness each slot takes one copy per device (`write_staged()`), not one per tensor, each of which
+would wait on a GPU for its turn beside the worker's hold kernel.
 """
 import io
 import mmap
@@ -52,6 +55,24 @@ class Layout:
 
     def to_wire(self) -> dict:
         return {"structure": self.structure, "tensors": self.tensors, "sizes": self.sizes}
+
+    def stage(self, private) -> "Staged":
+        """The private input tuple copied into buffers of the evaluator's own, laid out as a slot is."""
+        buffers = {where: torch.zeros(size, dtype=torch.uint8, device=where) for where, size in self.sizes.items()
+                   if size}
+        tensors = [view(buffers[spec["device"]], spec) for spec in self.tensors]
+        for staged, source in zip(tensors, flatten(private)[1]):
+            staged.copy_(source)
+        return Staged(unflatten(self.structure, tensors), buffers)
+
+
+@dataclass
+class Staged:
+    """An input tuple laid out as a slot is (Layout.stage), in the evaluator's own memory: `data` is the tuple,
+    views of `buffers`, one per device."""
+
+    data: object
+    buffers: dict
 
 
 class Slot:
@@ -104,6 +125,11 @@ class Slot:
         _, sources = flatten(private)
         for i in self.order:
             self.tensors[i].copy_(sources[i])
+
+    def write_staged(self, staged: Staged) -> None:
+        """Copy a staged input tuple into the slot: one copy per device."""
+        for where, buffer in staged.buffers.items():
+            self.buffers[where][:buffer.numel()].copy_(buffer)
 
     def close(self):
         self.tensors, self.data, self.buffers = [], None, {}
