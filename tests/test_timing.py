@@ -224,3 +224,17 @@ def test_a_witness_verdict_names_a_crowded_machine():
     assert crowded(calm) == ""
     busy = Sample(5e6, 2.5e6, 1e6, 0.0, {}, [], False)
     assert CROWDED_NS < 2.5e6 and "the evaluator itself waited 2.5 ms for a CPU" in crowded(busy)
+
+
+def test_the_worker_main_threads_wait_is_credited_less_what_its_own_threads_ran():
+    from harness.evaluator.witness import TICK_NS, WorkerCpu
+    before = WorkerCpu(main_wait_ns=1_000_000, main_run_ns=0, others_ns={7: 2_000_000}, ticks=100)
+    waited = WorkerCpu(main_wait_ns=6_000_000, main_run_ns=1_000_000, others_ns={7: 2_000_000}, ticks=100)
+    assert waited.credit_ns(before) == 5_000_000  # a crowded machine: nothing of the worker's own ran
+    helped = WorkerCpu(main_wait_ns=6_000_000, main_run_ns=1_000_000, others_ns={7: 5_000_000, 9: 1_000_000},
+                       ticks=100)
+    assert helped.credit_ns(before) == 1_000_000  # threads 7 (3 ms more) and 9 (new, 1 ms) explain 4 ms of it
+    ended = WorkerCpu(main_wait_ns=6_000_000, main_run_ns=1_000_000, others_ns={7: 2_000_000},
+                      ticks=100 + 2 + round(5_000_000 / TICK_NS) + 1)
+    assert ended.credit_ns(before) == 0  # more ticks than the live threads ran: threads that ended did the rest
+    assert WorkerCpu.read(os.getpid()).main_run_ns > 0

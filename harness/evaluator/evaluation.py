@@ -27,7 +27,7 @@ from .seeds import SeedSource
 from .slots import Layout, Slot
 from .supervisor import Verdict, WorkerProcess, take_spare
 from .telemetry import Telemetry
-from .witness import Calibration, Witness, run_delay_ns
+from .witness import Calibration, Witness, WorkerCpu, run_delay_ns
 
 STALE_HINT = ("\n(every earlier output was right, so the kernel may be returning outputs remembered from earlier "
               "calls: each timed call gets freshly drawn inputs)")
@@ -94,7 +94,8 @@ class Sample:
     """What one timed sample came to, on the evaluator's side."""
 
     witness_ns: float  # the evaluator's clock around the sample
-    waited_ns: float  # of which the evaluator's thread waited for a CPU between its writes and its copies
+    waited_ns: float  # of which the evaluator's thread waited for a CPU between its writes and its copies, and the
+    # worker's main thread for reasons other than the worker's own threads (WorkerCpu.credit_ns)
     own_ns: float  # of which the evaluator wrote the inputs (and flushed the L2) and copied the outputs back
     copy_ns: float  # of that, the copies of the outputs
     report: dict
@@ -223,6 +224,7 @@ class Evaluation:
 
     def _sample(self, calls, writes, method, null) -> Sample:
         released_early = False
+        worker = WorkerCpu.read(self.worker.process.pid)
         gpu_arena = self.gpu and method == ARENA
         if gpu_arena:
             self.worker.release(0)
@@ -242,13 +244,14 @@ class Evaluation:
             if not self.gpu:
                 self.worker.send("go")
         report = self.worker.expect(("sampled",), self.deadline())
-        waited = run_delay_ns() - ours
+        ours = run_delay_ns() - ours
         copying = time.perf_counter_ns()
         outputs = [[b.clone() for b in outputs_of(self.slots[i].data)] for i in calls]
         if self.gpu:
             torch.cuda.synchronize()
         t1 = time.perf_counter_ns()
         witness_ns, copy_ns = t1 - t0, t1 - copying
+        waited = ours + WorkerCpu.read(self.worker.process.pid).credit_ns(worker)
         return Sample(witness_ns, waited, written - t0 + copy_ns, copy_ns, report, outputs, released_early)
 
     def _witnessed_write(self, writes: list) -> tuple:

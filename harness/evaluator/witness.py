@@ -18,14 +18,16 @@ over the median margin, however few samples were judged (a job may stop after th
 most samples under one.
 
 W leaves out the time the evaluator's thread spent waiting for a CPU while runnable (Linux schedstat's run
-delay) between its writes and its copies (its waits inside them are in its timed work already): load from other
-processes on a busy machine is not hidden work. The worker's waits are not left out: the submission decides
-when its own threads wait (a main thread put to SCHED_IDLE behind threads of its own waits as long as they
-work), so a crowded machine can flag an honest sample before it lets hidden work through. A wait inside the
+delay) between its writes and its copies (its waits inside them are in its timed work already), and the worker
+main thread's waits less what the worker's other threads ran meanwhile (WorkerCpu.credit_ns): load from other
+processes on a busy machine is not hidden work, but a wait the worker causes itself may be (a main thread put
+to SCHED_IDLE behind threads of its own waits as long as they work). Threads that start and end inside one
+sample are seen only through the process's CPU ticks, to within two ticks (20 ms at 100 Hz). A wait inside the
 worker's calls is in its reported time, so on a crowded machine a worker can report its calls less their waits
 and pass; and on a GPU, work a submission starts on another stream while the evaluator writes and flushes
 lengthens the evaluator's timed work instead of the excess. The witness is a speed bump, not a wall.
 """
+import os
 import statistics
 from dataclasses import dataclass, field
 
@@ -39,15 +41,55 @@ HARD_MULTIPLE = 3.0  # one sample this many margins over is a verdict on its own
 MAX_FLAGGED_SHARE = 0.25  # of the samples, flagged ones beyond this share (and at least IN_A_ROW) are a verdict
 
 
-def run_delay_ns(pid: int | None = None) -> int:
-    """How long a thread has waited on a run queue, in ns: this thread's, or process pid's main thread's.
-    0 where the kernel does not keep schedstat."""
-    path = "/proc/thread-self/schedstat" if pid is None else f"/proc/{pid}/schedstat"
+def run_delay_ns() -> int:
+    """How long this thread has waited on a run queue, in ns; 0 where the kernel does not keep schedstat."""
     try:
-        with open(path) as f:
+        with open("/proc/thread-self/schedstat") as f:
             return int(f.read().split()[1])
     except (OSError, IndexError, ValueError):
         return 0
+
+
+TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")  # the unit of a process's CPU time in /proc/<pid>/stat
+
+
+@dataclass(frozen=True)
+class WorkerCpu:
+    """A worker's CPU accounting at one moment (Linux /proc): its main thread's wait for a CPU and its time on
+    one, in ns; every other live thread's time on a CPU, by thread id; the whole process's CPU time, threads
+    that have ended included, in ticks."""
+
+    main_wait_ns: int = 0
+    main_run_ns: int = 0
+    others_ns: dict = field(default_factory=dict)
+    ticks: int = 0
+
+    @classmethod
+    def read(cls, pid: int) -> "WorkerCpu":
+        def schedstat(tid) -> tuple[int, int]:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    run, wait = f.read().split()[:2]
+                return int(run), int(wait)
+            except (OSError, ValueError):
+                return 0, 0
+        try:
+            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            ticks = int(fields[11]) + int(fields[12])  # utime, stime
+        except (OSError, ValueError, IndexError):
+            return cls()
+        main_run, main_wait = schedstat(pid)
+        return cls(main_wait, main_run, {tid: schedstat(tid)[0] for tid in tids if tid != pid}, ticks)
+
+    def credit_ns(self, before: "WorkerCpu") -> float:
+        """How much of the main thread's wait for a CPU since `before` to leave out of the witness: the part the
+        worker's own other threads do not explain. They ran this long on a CPU meanwhile: the live ones exactly, the
+        ended ones from the process's ticks (less two ticks of rounding)."""
+        others = sum(ns - before.others_ns.get(tid, 0) for tid, ns in self.others_ns.items())
+        ended = (self.ticks - before.ticks - 2) * TICK_NS - (self.main_run_ns - before.main_run_ns) - others
+        return max(0.0, self.main_wait_ns - before.main_wait_ns - others - max(0.0, ended))
 
 
 @dataclass
