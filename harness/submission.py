@@ -3,8 +3,10 @@ the way the contest does (module name `submission`, `from task import ...` resol
 import ast
 import hashlib
 import importlib.util
+import io
 import re
 import sys
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,10 +66,12 @@ def task_from_leaderboard(name: str, leaderboards: dict) -> str | None:
 def code_sha256(text: str) -> str:
     """The sha256 of a file's content less its module docstring, what identifies a try (harness.views.tries):
     writing a measured effect into a version's docstring leaves its code, and the runs that measured it, one try.
-    A file that does not parse is hashed whole."""
+    A file that does not parse, or that declares an encoding other than UTF-8 (Python would read other code from
+    its bytes than this text holds), is hashed whole."""
     data = text.encode()
     try:
-        body = ast.parse(data).body
+        declared = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+        body = ast.parse(text).body if declared in ("utf-8", "utf-8-sig") else []
     except (SyntaxError, ValueError):
         body = []
     first = body[0] if body else None

@@ -118,3 +118,15 @@ def test_a_worker_running_as_root_cannot_write_disks_or_the_kernels_settings():
                            "--json", "--no-record"], capture_output=True, text=True, timeout=600, cwd=ROOT)
     records = json.loads(proc.stdout)[0]["records"]
     assert [r["status"] for r in records] == ["pass", "pass"], records[0]["message"]
+
+
+@pytest.mark.slow
+def test_a_process_at_a_reused_pid_is_still_the_workers_stray(results_dir):
+    """tests/redteam/pid_reuse.py: the benchmark's worker (a spare started while the test worker ran) plants an
+    orphan at the test worker's pid once that one has ended; told apart by its start time, it is killed."""
+    proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
+                           str(ROOT / "tests" / "redteam" / "pid_reuse.py"), "--shapes", "smoke", "--case", "0",
+                           "--json", "--no-record"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert [s["mode"] for s in json.loads(proc.stdout)] == ["test", "benchmark"], proc.stderr[-2000:]
+    time.sleep(1)
+    assert live_processes_running("pid_reuse.py") == []

@@ -59,6 +59,8 @@ def test_a_try_is_the_code_less_its_module_docstring():
     assert measured != code_sha256('"""v3: one idea."""\n' + code.replace("# µs", "# ns"))  # a comment is code
     assert code_sha256('x = 1\n"""not the module docstring"""\n') != code_sha256("x = 1\n")
     assert code_sha256("def broken(:\n") == code_sha256("def broken(:\n")  # hashed whole
+    latin = '# -*- coding: latin-1 -*-\n"""' + "é" * 40 + '"""\nDELAY_S = {}  # pad\n'
+    assert code_sha256(latin.format("0.002")) != code_sha256(latin.format("0.000"))  # read as Python would read it
 
 
 def test_a_lineage_file_whose_docstring_was_edited_keeps_its_runs(results_dir, tmp_path, monkeypatch):

@@ -77,6 +77,16 @@ def _own_children() -> list[int]:
     return found if listed else [pid for pid, parent in _parents().items() if parent == os.getpid()]
 
 
+def identity(pid: int) -> tuple[int, int | None]:
+    """A process as (pid, start time in ticks since boot): a pid alone may name another process once the first has
+    ended and the pid been reused."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return pid, int(f.read().rsplit(")", 1)[1].split()[19])
+    except (OSError, IndexError, ValueError):
+        return pid, None
+
+
 def _children() -> list[int]:
     """This process's live children: those a worker's orphans are told apart from."""
     return [pid for pid in _own_children() if not _is_zombie(pid)]
@@ -131,7 +141,7 @@ class WorkerProcess:
 
     def __init__(self, task: str, path: str, timeout_s: float, confined: bool = True):
         self.timeout_s = timeout_s
-        self.preexisting = set(_children())
+        self.preexisting = {identity(pid) for pid in _children()}
         ours, theirs = socket.socketpair()
         self.fd = ours.detach()
         flag_fd = os.memfd_create("nvfp4-arena-hold", os.MFD_CLOEXEC)
@@ -145,6 +155,7 @@ class WorkerProcess:
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, pass_fds=(theirs.fileno(), flag_fd),
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         start_new_session=True)
+        self.identity = identity(self.process.pid)
         theirs.close()
         os.close(flag_fd)
         _LIVE.add(self)
@@ -213,12 +224,13 @@ class WorkerProcess:
                 break
             ours = grown
         others = self._not_its_own()
-        orphans = {pid for pid, parent in parents.items() if parent == os.getpid() and pid not in others}
+        orphans = {pid for pid, parent in parents.items() if parent == os.getpid() and identity(pid) not in others}
         return sorted(pid for pid in (ours - {self.process.pid}) | orphans if not _is_zombie(pid))
 
     def _not_its_own(self) -> set:
-        """Children of the evaluator this worker did not start: live workers, and those alive before it."""
-        return {w.process.pid for w in _LIVE} | self.preexisting
+        """Children of the evaluator this worker did not start, by identity: live workers, and those alive before
+        it (not a later process that reuses one of their pids)."""
+        return {w.identity for w in _LIVE} | self.preexisting
 
     def _death(self) -> str:
         try:
@@ -263,7 +275,8 @@ QUIET_SCANS = 200  # consecutive scans that found no stray child: the strays are
 
 
 def kill_strays(pids: list, spare: set = frozenset()):
-    """SIGKILL the given processes, then every child of this process outside `spare` (the orphans of a worker's
+    """SIGKILL the given processes, then every child of this process outside `spare` (identities: harness.evaluator.
+    supervisor.identity; the orphans of a worker's
     descendants are re-parented here) and reap it, scan after scan, until QUIET_SCANS scans in a row find none
     alive or STRAY_KILL_S pass: a process that keeps forking and leaving its child behind is caught as a child
     here, and the exited links of its chain do not pile up as zombies."""
@@ -271,7 +284,7 @@ def kill_strays(pids: list, spare: set = frozenset()):
     while quiet < QUIET_SCANS and time.monotonic() < deadline:
         alive = 0
         for pid in pids:
-            if pid in spare:
+            if identity(pid) in spare:
                 continue
             if not _is_zombie(pid):
                 alive += 1

