@@ -72,7 +72,8 @@ def run(options: RunOptions, watch: Watch = Watch()) -> Iterator[RunSummary]:
                 summary = execute(sub, mode, options.shapes, options.timeout_s, options.record_file(),
                                   options.secret_seed, partial(watch.job_started, mode), watch.recorded,
                                   options.only, options.confined, options.timing, options.keep_going,
-                                  partial(start_spare, sub.task, str(sub.path), options.confined) if following else None)
+                                  partial(start_spare, sub.task, str(sub.path), options.confined)
+                                  if following else None)
             yield summary
             if not summary.passed:
                 return

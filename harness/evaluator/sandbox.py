@@ -23,7 +23,7 @@ from ..paths import ROOT
 from ..protocol import FILE_TRITON_CACHE
 
 BUILDS = Path.home() / ".cache" / "nvfp4-arena" / "builds"
-HOLD_CACHE = Path.home() / ".cache" / "nvfp4-arena" / "hold" / "triton"  # the evaluator's build of the hold (harness.hold)
+HOLD_CACHE = Path.home() / ".cache" / "nvfp4-arena" / "hold" / "triton"  # the evaluator's hold build (harness.hold)
 CACHE_FOLDERS = {"TORCH_EXTENSIONS_DIR": "torch_extensions", "TRITON_CACHE_DIR": "triton/cache", "TRITON_HOME": "triton",
                  "CUTE_DSL_CACHE_DIR": "cute_dsl", "CUDA_CACHE_PATH": "nv", "XDG_CACHE_HOME": "xdg"}
 

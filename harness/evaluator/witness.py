@@ -10,12 +10,12 @@ imported ("null samples": the same protocol with no call, for one small slot, on
 slots): its median and its largest deviation (the spread).
 
 A sample's excess is W less the reported calls, the evaluator's timed work, the worker's copies and the
-calibrated remainder. Its margin: SPREAD_MULTIPLE spreads (at least MIN_MARGIN_NS), plus OVERHEAD_FRACTION of
-the timed work and copies, whose own noise grows with them (MIN_MARGIN_NS is per device kind). Over the margin a sample is flagged; the first
-sample of a job is not judged (fresh slots fault their pages in). A verdict: one sample over HARD_MULTIPLE
-margins, three flagged samples in a row, more than MAX_FLAGGED_SHARE of the samples flagged, or a median excess
-over the median margin, however few samples were judged (a job may stop after three, the first not judged). So a forger who hides time in a few samples must keep each under a few margins, and in
-most samples under one.
+calibrated remainder. Its margin: SPREAD_MULTIPLE spreads (at least MIN_MARGIN_NS, per device kind), plus
+OVERHEAD_FRACTION of the timed work and copies, whose own noise grows with them. Over the margin a sample is
+flagged; the first sample of a job is not judged (fresh slots fault their pages in). A verdict: one sample over
+HARD_MULTIPLE margins, three flagged samples in a row, more than MAX_FLAGGED_SHARE of the samples flagged, or a
+median excess over the median margin, however few samples were judged (a job may stop after three). So a forger
+who hides time in a few samples must keep each under a few margins, and in most samples under one.
 
 W leaves out the time the evaluator's thread spent waiting for a CPU while runnable (Linux schedstat's run
 delay) between its writes and its copies (its waits inside them are in its timed work already), and the worker
