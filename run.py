@@ -6,6 +6,7 @@
     python run.py calibrate                                    # measure this GPU's ceilings
 """
 import os
+import shlex
 import signal
 import sys
 import time
@@ -259,7 +260,7 @@ def cli(ctx, task, submission, name, mode, shapes, timeout, only, no_record, sec
             show_protection(summary, out)
             report.render(summary, out, show_traceback)
             if summary.unstored:
-                err_console.print(f"[red]records not stored:[/] {summary.unstored}", highlight=False)
+                err_console.print(f"[red]records not stored:[/] {escape(summary.unstored)}", highlight=False)
             if not summary.passed:
                 skipped = options.modes[len(summaries):]
                 out.print(f"[red]{summary.mode}: not every case passed.[/]"
@@ -270,7 +271,7 @@ def cli(ctx, task, submission, name, mode, shapes, timeout, only, no_record, sec
     compared = previous_try(summaries)
     if compared:
         out.print(frame_table(compared.table(), compared.title()))
-        out.print(compared.note(), highlight=False)
+        out.print(compared.note(), highlight=False, markup=False)
     if as_json:
         emit_json(report.as_json(summaries, [vars(f) for f in findings], compared.as_json() if compared else None))
     stored = not any(s.unstored for s in summaries)
@@ -293,12 +294,12 @@ def calibrate():
 def frame_table(df, title: str):
     import pandas as pd
     from rich.table import Table
-    table = Table(title=title, title_justify="left")
+    table = Table(title=escape(title), title_justify="left")  # names, ideas and messages are text, not markup
     for col in df.columns:
-        table.add_column(str(col), justify="right" if df[col].dtype.kind in "fi" else "left")
+        table.add_column(escape(str(col)), justify="right" if df[col].dtype.kind in "fi" else "left")
     for _, row in df.iterrows():
         table.add_row(*["-" if not isinstance(v, str) and pd.isna(v) else
-                        (f"{v:,.2f}" if isinstance(v, float) else str(v)) for v in row])
+                        (f"{v:,.2f}" if isinstance(v, float) else escape(str(v))) for v in row])
     return table
 
 
@@ -342,11 +343,12 @@ def list_versions(task, gpu, timing, as_json, smoke):
         if row["last_failure"]:
             f = row["last_failure"]
             out.print(f"{row['version']} has no runs here: its last run on {view.scope.gpu} ({f['mode']} mode, "
-                      f"{f['when']}) ended {f['status']}: {f['message']}", style="yellow", highlight=False)
+                      f"{f['when']}) ended {f['status']}: {f['message']}", style="yellow", highlight=False,
+                      markup=False)
     best = view.table.dropna(subset=["geomean µs"]).sort_values("rank").iloc[0]
     out.print(f"fastest by stored runs: {best['version']} ({plural(int(best['runs']), 'run')}). Stored runs only "
               f"nominate: `submit --best` measures the top candidates again, interleaved, before it picks one.",
-              highlight=False)
+              highlight=False, markup=False)
 
 
 @cli.command()
@@ -434,7 +436,7 @@ def choose_best(task, shapes, timing, candidates, rounds, console):
     nomination = answer(nominate, task, shapes, timing, candidates)
     top = nomination.versions
     err_console.print(f"best stored versions of {task} on {nomination.gpu} ({timing} timing): {', '.join(top)}",
-                      highlight=False)
+                      highlight=False, markup=False)
     if len(top) == 1:
         return top[0], None
     decision = measuring("measuring the candidates", rounds, "re-measuring the candidates failed, nothing was submitted: ",
@@ -482,7 +484,7 @@ def submit(file, task, submission, best, candidates, rounds, timing, shapes, rem
     decision = None
     if best:
         submission, decision = choose_best(task, shapes, timing, candidates, rounds, out)
-        err_console.print(f"submitting {submission}")
+        err_console.print(f"submitting {submission}", markup=False)
     try:
         sub = resolve(submission, task, leaderboards())
     except SubmissionError as exc:
@@ -498,8 +500,8 @@ def submit(file, task, submission, best, candidates, rounds, timing, shapes, rem
     path = standings.contest_file(sub, board, entry["gpu"])
     command = standings.popcorn_command(path, board)
     out.print(f"added {sub.version} ({entry['geomean_ns'] / 1e3:,.2f} µs geomean on {entry['gpu']}) to "
-              f"{standings.leaderboard_path(entry['gpu'])}")
-    out.print(f"contest-ready file: {path}\nto submit it: {' '.join(command)}", highlight=False)
+              f"{standings.leaderboard_path(entry['gpu'])}", markup=False)
+    out.print(f"contest-ready file: {path}\nto submit it: {shlex.join(command)}", highlight=False, markup=False)
     if as_json:
         emit_json({"entry": standings.entry_json(entry), "contest_file": str(path), "command": command,
                    "decision": decision.as_json() if decision else None})
@@ -525,7 +527,7 @@ def plot(task, gpu, timing, as_json, smoke, out_dir):
     if as_json:
         return emit_json({"task": task, "timing": timing, "paths": [str(p) for p in paths]})
     for path in paths:
-        report.console().print(f"wrote {path}", highlight=False)
+        report.console().print(f"wrote {path}", highlight=False, markup=False)
 
 
 @cli.command("leaderboard")
@@ -539,7 +541,7 @@ def leaderboard_cmd(task, gpu, timing, as_json):
         return emit_json(board.as_json())
     report.console().print(frame_table(board.table, board.title))
     if board.note:
-        report.console().print(board.note, highlight=False)
+        report.console().print(board.note, highlight=False, markup=False)
 
 
 @cli.command("report")
@@ -570,7 +572,7 @@ def merge(source):
     if not added:
         fail(f"{source}: no .jsonl records there.", code=1)
     for name, count in added.items():
-        report.console().print(f"{name}: {plural(count, 'new record')}")
+        report.console().print(f"{name}: {plural(count, 'new record')}", markup=False)
 
 
 @cli.command()
@@ -632,7 +634,7 @@ def show_sweep(result, out) -> None:
     out.print(f"{counts}; the jobs' own wall times add up to {serial:,.1f} s, the sweep took {result.wall_s:,.1f} s "
               f"(x{serial / max(result.wall_s, 1e-9):,.2f})", highlight=False)
     for r in result.retired:
-        out.print(f"[yellow]{r.lane} was retired: {r.why}[/]", highlight=False)
+        out.print(f"[yellow]{escape(f'{r.lane} was retired: {r.why}')}[/]", highlight=False)
 
 
 if __name__ == "__main__":

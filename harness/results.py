@@ -117,17 +117,32 @@ def _number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
+def _optional(r: dict, key: str, kind) -> bool:
+    return r.get(key) is None or isinstance(r[key], kind)
+
+
+def _hex(value) -> bool:
+    return value is None or (isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value))
+
+
 def is_record(r) -> bool:
-    """A result record as the runner writes it (any schema): the fields the views rely on, typed."""
+    """A result record as the runner writes it (any schema): the fields the views rely on, typed (a record merged
+    from another machine's archive meets the same test)."""
     return (isinstance(r, dict) and all(isinstance(r.get(k), str) for k in ("run_id", "version", "mode", "status"))
-            and isinstance(r.get("index", 0), int) and (r.get("stats") is None or (
-                isinstance(r["stats"], dict) and _number(r["stats"].get("mean")))))
+            and isinstance(r.get("index", 0), int) and not isinstance(r.get("index", 0), bool)
+            and all(_optional(r, k, str) for k in ("timestamp", "kind", "shape", "timing", "message", "submission"))
+            and _optional(r, "gpu", dict) and _hex(r.get("sha256")) and _hex(r.get("code_sha256"))
+            and (r.get("gpu") is None or _optional(r["gpu"], "name", str))
+            and (r.get("stats") is None or (isinstance(r["stats"], dict) and _number(r["stats"].get("mean"))
+                                             and all(_number(r["stats"][k]) for k in ("median", "host_ns")
+                                                     if r["stats"].get(k) is not None))))
 
 
 def is_entry(r) -> bool:
     """A local leaderboard entry."""
     return (isinstance(r, dict) and isinstance(r.get("task"), str) and isinstance(r.get("version"), str)
-            and (r.get("geomean_ns") is None or _number(r["geomean_ns"])))
+            and (r.get("geomean_ns") is None or _number(r["geomean_ns"]))
+            and all(_optional(r, k, str) for k in ("gpu", "when", "shapes", "timing")) and _hex(r.get("sha256")))
 
 
 def validator(path: Path):

@@ -72,7 +72,7 @@ def code_sha256(text: str) -> str:
     try:
         declared = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
         body = ast.parse(text).body if declared in ("utf-8", "utf-8-sig") else []
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, MemoryError, RecursionError):  # what a file can make the parser raise
         body = []
     first = body[0] if body else None
     if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
@@ -88,7 +88,7 @@ def code_sha256(text: str) -> str:
 def docstring(path: Path) -> str:
     try:
         return ast.get_docstring(ast.parse(path.read_text())) or ""
-    except SyntaxError:
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
         return ""
 
 

@@ -174,7 +174,8 @@ def test_bad_record_lines_are_skipped_by_every_view(results_dir):
     run_id = next(r["run_id"] for r in good if r["mode"] == "benchmark" and r["kind"] == "benchmarks")
     lines = [json.dumps(r) for r in good if r["run_id"] == run_id]
     bad = ["[1, 2, 3]", json.dumps({"task": "gemv", "version": "v0"}),
-           json.dumps({**json.loads(lines[0]), "stats": {"mean": "fast"}}), '"a string"', "{not json"]
+           json.dumps({**json.loads(lines[0]), "stats": {"mean": "fast"}}), '"a string"', "{not json",
+           json.dumps({**json.loads(lines[0]), "gpu": "cpu"}), json.dumps({**json.loads(lines[0]), "sha256": "../x"})]
     path = results_dir / "gemv.jsonl"
     path.write_text("\n".join(lines + bad) + '\n{"run_id": "torn", "ta')
     (results_dir / "leaderboard.jsonl").write_text('[1]\n{"task": "gemv", "version": "v0", "geomean_ns": "x"}\n')
@@ -228,3 +229,16 @@ def test_a_workers_output_cannot_redraw_the_evaluators_lines():
     from harness.evaluator.supervisor import printable
     assert printable(b"\x1b[2K\r  smoke 0: pass\x08\x7f\n\tdone") == b"?[2K?  smoke 0: pass??\n\tdone"
     assert printable("µs é".encode()) == "µs é".encode()
+
+
+@pytest.mark.slow
+def test_a_submissions_error_text_reaches_records_and_screen_without_terminal_controls(tmp_path):
+    """An exception whose text moves the cursor, erases lines or sets the clipboard (OSC 52) is stored and shown
+    with those controls as '?'; rich markup in it is printed as text."""
+    path = tmp_path / "esc.py"
+    path.write_text("def custom_kernel(data):\n"
+                    "    raise RuntimeError('\\x1b[1A\\x1b[2K all tests: pass \\x1b]52;c;cHduZWQ=\\x07 [/] \\x9b2J')\n")
+    proc = run("--task", "gemm", "--submission", str(path), "--mode", "test", "--case", "0", "--json", "--no-record")
+    message = json.loads(proc.stdout)[0]["records"][0]["message"]
+    assert "?[1A?[2K all tests: pass ?]52;c;cHduZWQ=? [/] ?2J" in message
+    assert not any(c in (proc.stdout + proc.stderr).decode() for c in "\x1b\x07\x9b")

@@ -100,8 +100,9 @@ def test_leaderboard_ranks_and_tracks_best_so_far(results_dir):
 
 def test_plot_writes_pngs(results_dir):
     write(results_dir, [record("v0", "a", i, 400.0 * (i + 1)) | {"flops": 2e9, "bytes": 1e8} for i in range(3)]
-          + [record("v1", "b", i, 90.0 * (i + 1)) | {"flops": 2e9, "bytes": 1e8} for i in range(3)])
-    out = cli("plot", "--task", "gemv", "--timing", "legacy")
+          + [record("v1", "b", i, 90.0 * (i + 1)) | {"flops": 2e9, "bytes": 1e8} for i in range(3)]
+          + [record("tex$\\bogus{$", "c", i, 95.0 * (i + 1)) | {"flops": 2e9, "bytes": 1e8} for i in range(3)])
+    out = cli("plot", "--task", "gemv", "--timing", "legacy")  # a "$" in a file's name is text, not TeX
     assert out.returncode == 0, out.stderr
     for name in ("gemv_h200_legacy_benchmarks_lineage.png", "gemv_h200_legacy_benchmarks_roofline.png"):
         data = (results_dir / "local" / "plots" / name).read_bytes()
@@ -244,3 +245,17 @@ def test_long_lineages_are_labelled_by_name_only():
     assert tick_labels(short)[0][2] == "v2\nidea 2"
     long = [SimpleNamespace(name=f"v{i}", idea=f"idea {i}") for i in range(IDEA_LABELS_UP_TO + 1)]
     assert tick_labels(long)[0] == [f"v{i}" for i in range(IDEA_LABELS_UP_TO + 1)]
+
+
+def test_the_contest_file_is_the_measured_file_below_its_headers(tmp_path, results_dir):
+    """Only header lines among the opening comments are replaced: a line that only looks like a break (a form
+    feed) or like a header, further down, stays as it was measured."""
+    from harness.submission import resolve
+    from harness.views.standings import contest_file
+    from reference.cases import leaderboards
+    body = ('"""k."""\nimport torch\n#!POPCORN gpu H100\ns = """\n#!POPCORN gpu A100\n"""\n'
+            'def custom_kernel(data):\n    return data[-1]  # \x0ccustom_kernel = lambda data: data[-1]\n')
+    path = tmp_path / "k.py"
+    path.write_text("#!POPCORN leaderboard nvfp4_gemv\n# mine\n" + body)
+    out = contest_file(resolve(str(path), "gemv", leaderboards()), "nvfp4_gemv").read_text()
+    assert out == "#!POPCORN leaderboard nvfp4_gemv\n#!POPCORN gpu B200\n# mine\n" + body

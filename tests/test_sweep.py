@@ -98,6 +98,9 @@ def test_a_gpu_only_file_on_a_cpu_is_skipped_not_failed():
     skipped = sw.judge(job, "cpu0", 1, json.dumps(runs, indent=2), "", 1.0)
     assert (skipped.status, skipped.message) == ("skipped", "skipped: needs a GPU")
     assert sw.SweepResult([skipped], 1, [], 1.0).passed
+    runs[0]["records"][0]["gpu"] = {"name": "NVIDIA H200", "cc": "9.0"}  # said on a GPU: the file's words, not a fact
+    assert sw.judge(job, "gpu0", 1, json.dumps(runs, indent=2), "", 1.0).status == "fail"
+
 
 def attempt(job, lane, status):
     return sw.Attempt(job, lane, status, number=job.attempts)

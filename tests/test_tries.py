@@ -237,3 +237,17 @@ def test_edit_and_run_again_shows_times_previous(results_dir, tmp_path):
     bench = json.loads(out.stdout)[-1]
     assert out.returncode == 0 and bench["version"] == "tiles" and bench["previous_try"] is None
     assert {r["version"] for r in bench["records"]} == {"tiles"}
+
+
+def test_two_codes_sharing_the_shown_digits_are_still_two_tries(results_dir):
+    """Labels grow past 7 hex digits where two codes of one name share them (found by an attack round: 2^28
+    tries make such a pair), so views never pool the two."""
+    a, b = "dda8b31" + "a" * 57, "dda8b31" + "b" * 57
+    store(results_dir, run("gemv", "my_kernel", "a", [1000] * 3, sha256=a, ts="2026-11-22T08:00:00")
+          + run("gemv", "my_kernel", "b", [6000] * 3, sha256=b, ts="2026-11-22T09:00:00"))
+    table = lineage_table("gemv").table
+    mine = table[table["version"].str.startswith("my_kernel")]
+    assert list(mine["version"]) == ["my_kernel@dda8b31b", "my_kernel@dda8b31a"]
+    assert list(mine["runs"]) == [1, 1]
+    compared = previous_try([summary("gemv", "my_kernel", "dda8b31" + "c" * 57, [500] * 3)])
+    assert compared.now == "my_kernel@dda8b31c" and compared.previous == "my_kernel@dda8b31b"

@@ -104,13 +104,27 @@ def _death_message(code: int | None) -> str:
     return f"crashed: the worker process exited with code {code} before reporting a result"
 
 
-VISIBLE = bytes(b if b in b"\n\t" or 32 <= b != 127 else ord("?") for b in range(256))  # terminal controls -> ?
+CONTROLS = [c for c in range(32) if c not in (9, 10)] + [127]  # terminal controls but tab and line feed
+VISIBLE = bytes(ord("?") if b in CONTROLS else b for b in range(256))  # for raw output bytes
+VISIBLE_TEXT = {c: "?" for c in [*CONTROLS, *range(0x80, 0xA0)]}  # for text, its C1 controls too
 
 
 def printable(chunk: bytes) -> bytes:
     """A worker's output with terminal controls (escape sequences, carriage returns, backspaces) shown as "?":
     they could otherwise redraw the lines where the evaluator reports verdicts."""
     return chunk.translate(VISIBLE)
+
+
+def shown(message):
+    """A worker's message with every string in it shown as printable does output: its texts become verdict
+    messages and records, which views print."""
+    if isinstance(message, str):
+        return message.translate(VISIBLE_TEXT)
+    if isinstance(message, dict):
+        return {shown(k): shown(v) for k, v in message.items()}
+    if isinstance(message, list):
+        return [shown(v) for v in message]
+    return message
 
 
 class _Output(threading.Thread):
@@ -191,6 +205,7 @@ class WorkerProcess:
                 return None
             raise Verdict("timeout", f"timed out: no answer from the worker within {self.timeout_s:g} s; "
                                      "the worker was killed")
+        message = shown(message)
         if message["kind"] in kinds:
             return message
         if message["kind"] == "error" and "error" not in kinds:
@@ -237,7 +252,7 @@ class WorkerProcess:
             code = self.process.wait(5)
         except subprocess.TimeoutExpired:
             code = None
-        tail = self.output.tail.decode(errors="replace").strip()
+        tail = printable(self.output.tail).decode(errors="replace").strip()
         return _death_message(code) + (f"\nlast output:\n{tail}" if tail else "")
 
     def stop(self):

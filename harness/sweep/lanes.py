@@ -218,7 +218,10 @@ def judge(job: SweepJob, lane: str, returncode: int, stdout: str, stderr: str, w
         attempt.message = f"its worker crashed: {brief(crashed['message'])}"
     elif returncode == 0 and all(s["passed"] for s in summaries):
         attempt.status = "pass"
-    elif attempt.records and all(NEEDS_GPU in r["message"] for r in attempt.records if r["status"] != "pass"):
+    elif attempt.records and all(NEEDS_GPU in r["message"] and not (r.get("gpu") or {}).get("cc")
+                                 for r in attempt.records if r["status"] != "pass"):
+        # the worker's words, believed only where the evaluator ran without a GPU (its records name no compute
+        # capability): on a GPU a file that says it needs one has failed
         attempt.status, attempt.message = "skipped", "skipped: needs a GPU"
     else:
         attempt.status = "fail"

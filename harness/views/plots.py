@@ -82,10 +82,10 @@ def draw_series(ax, names, ys, lows, highs, sol_ns, title, best):
         ax.axhline(sol_ns / 1e3, color="red", linestyle="--", linewidth=1, label=f"SOL {sol_ns / 1e3:.1f} µs")
     i = names.index(best)
     ax.plot([i], [ys[i]], marker="*", markersize=13, color="tab:orange", zorder=3,
-            label=f"best: {best} {ys[i]:,.1f} µs")
+            label="best: " + best.replace("$", r"\$") + f" {ys[i]:,.1f} µs")  # a name's "$" is no TeX
     ax.set_yscale("log")
     ax.set_xlim(-0.6, len(names) - 0.4)
-    ax.set_title(title, fontsize=9, loc="left")
+    ax.set_title(title, fontsize=9, loc="left", parse_math=False)
     ax.set_ylabel("µs (log)", fontsize=8)
     ax.tick_params(axis="y", labelsize=TICK_PT)
     ax.grid(True, which="both", alpha=0.3)
@@ -113,7 +113,7 @@ def lineage_figure(scope: Scope, df):
                 [score[n].high_ns / 1e3 for n in names], score[best].sol_ns,
                 f"geomean over {len(indices)} shapes (the ranking number; bars: fastest and slowest run)", best)
     labels, style = tick_labels(order) if len(names) == len(order) else (names, fit_ticks(names, WIDTH_IN - 1.0))
-    top.set_xticks(range(len(names)), labels, **style)
+    top.set_xticks(range(len(names)), labels, **style, parse_math=False)  # names and ideas are text, not TeX
     for k, index in enumerate(indices):
         ax = fig.add_subplot(grid[1 + k // cols, k % cols])
         mine = [shapes.loc[(n, index)] for n in names]
@@ -121,8 +121,8 @@ def lineage_figure(scope: Scope, df):
                     [spread.loc[(n, index), "min"] / 1e3 for n in names],
                     [spread.loc[(n, index), "max"] / 1e3 for n in names], mine[0]["sol_ns"],
                     f"shape {index}: {mine[0]['shape']}", min(names, key=lambda n: shapes.loc[(n, index)][column]))
-        ax.set_xticks(range(len(names)), names, **fit_ticks(names, WIDTH_IN / cols - 1.0))
-    fig.suptitle(scope.title(f"lineage ({plural(scope.runs, 'run')})"), fontsize=11)
+        ax.set_xticks(range(len(names)), names, **fit_ticks(names, WIDTH_IN / cols - 1.0), parse_math=False)
+    fig.suptitle(scope.title(f"lineage ({plural(scope.runs, 'run')})"), fontsize=11, parse_math=False)
     return fig
 
 
@@ -170,7 +170,7 @@ def roofline_figure(scope: Scope, df):
     ax.set_xlabel("FLOP per byte (counted once)")
     ax.set_ylabel("achieved TFLOP/s")
     ax.set_title(f"{scope.task} {best} — {scope.gpu}, {scope.timing} timing, {scope.shape_set} shapes", fontsize=10,
-                 loc="left")
+                 loc="left", parse_math=False)
     ax.grid(True, which="both", alpha=0.3)
     if peak:
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(0, -0.12), frameon=False)

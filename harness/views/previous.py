@@ -3,6 +3,7 @@ code, on the same GPU, with the same timing method and shape set. Per shape both
 median over each try's runs of the scope's statistic, this run included, as `diff` takes them), the runs
 each rests on, and ×previous (its time over this try's: above 1, this try is faster). The two tries were
 not measured side by side, so there is no paired interval; `diff --measure` gives one."""
+import shlex
 from dataclasses import dataclass
 
 import pandas as pd
@@ -45,8 +46,8 @@ class Comparison:
         text = ("×previous: the previous try's time over this one's (above 1: faster now), from stored runs "
                 "measured apart, so no interval")
         if self.measurable:
-            text += (f"; to measure both side by side: python run.py diff --task {self.scope.task} --measure "
-                     f"{self.previous} {self.now}")
+            text += "; to measure both side by side: " + shlex.join(
+                ["python", "run.py", "diff", "--task", self.scope.task, "--measure", self.previous, self.now])
         return text
 
     def as_json(self) -> dict:
@@ -65,8 +66,9 @@ def previous_try(summaries: list) -> Comparison | None:
     stored = stored[(stored["gpu"] == gpu) & (stored["timing"] == timing) & (stored["name"] == sub.version)
                     & (stored["run_id"] != timed[0]["run_id"])]
     this = benchmark_frame(sub.task, bench.records, kind)  # this run, whether or not its records were stored
-    now = this["version"].iloc[0]
     df = pd.concat([stored, this], ignore_index=True)
+    df["version"] = tries.labels(sub.task, df)  # labelled together: as many hex digits as tell them apart
+    now = df[df["run_id"] == this["run_id"].iloc[0]]["version"].iloc[0]
     df = df[df["index"].isin(set(this["index"]))]
     earlier = df[df["version"] != now]
     if earlier.empty:

@@ -69,9 +69,15 @@ def entry_json(entry: dict) -> dict:
 
 def contest_file(sub: Submission, leaderboard: str, device_name: str | None = None) -> Path:
     """The submission with the contest's #!POPCORN headers, under results/submit/ (a CPU's under
-    results/local/submit/)."""
-    body = [line for line in sub.path.read_text().splitlines() if not POPCORN.match(line)]
-    text = "\n".join([f"#!POPCORN leaderboard {leaderboard}", f"#!POPCORN gpu {CONTEST_GPU}", *body]) + "\n"
+    results/local/submit/): its own header lines among the comments it opens with give way to them, and the rest
+    of it is the measured file byte for byte (a header-like line further down may lie inside a string)."""
+    lines = sub.path.read_text().split("\n")
+    top = 0
+    while top < len(lines) and (not lines[top].strip() or lines[top].lstrip().startswith("#")):
+        top += 1
+    opening = [line for line in lines[:top] if not POPCORN.match(line)]
+    text = "\n".join([f"#!POPCORN leaderboard {leaderboard}", f"#!POPCORN gpu {CONTEST_GPU}", *opening,
+                      *lines[top:]])
     out = results.records_dir(device_name) / "submit" / f"{sub.task}_{sub.version}.py"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text)

@@ -42,18 +42,29 @@ def current_code(task: str, name: str) -> str | None:
     return code_of(path) if LINEAGE_NAME.fullmatch(name) and path.is_file() else None
 
 
-def label(task: str, name: str, code) -> str:
+def width(codes) -> int:
+    """Hex digits that tell a name's tries apart: SHOWN, or more where two of its codes share that many (as git
+    lengthens an abbreviated hash)."""
+    codes = {c for c in codes if isinstance(c, str) and c}
+    n = SHOWN
+    while len({c[:n] for c in codes}) < len(codes):
+        n += 1
+    return n
+
+
+def label(task: str, name: str, code, digits: int = SHOWN) -> str:
     if not isinstance(code, str) or not code or code == current_code(task, name):
         return name
-    return f"{name}@{code[:SHOWN]}"
+    return f"{name}@{code[:digits]}"
 
 
 def labels(task: str, df) -> list[str]:
     """The try label of each row of a records frame with `name` and `code` columns."""
+    digits = {name: width(codes) for name, codes in df.groupby("name")["code"]} if len(df) else {}
     known = {}
     for pair in zip(df["name"], df["code"]):
         if pair not in known:
-            known[pair] = label(task, *pair)
+            known[pair] = label(task, *pair, digits.get(pair[0], SHOWN))
     return [known[pair] for pair in zip(df["name"], df["code"])]
 
 
@@ -117,7 +128,7 @@ def matching(name: str, prefix: str, codes) -> str:
         return found[0]
     if not shas:
         raise TryError(f"no stored runs named {name}")
-    listed = ", ".join(f"{name}@{s[:SHOWN]}" for s in (found or shas))
+    listed = ", ".join(f"{name}@{s[:width(shas)]}" for s in (found or shas))
     if found:
         raise TryError(f"several tries of {name} have a hash starting {prefix} ({listed}): give more of it")
     raise TryError(f"no try of {name} has a hash starting {prefix}; its tries, newest first: {listed}")
@@ -129,12 +140,13 @@ def pick(task: str, text: str, present, df, boards: dict) -> str:
     that is no file (any more) names its stem."""
     if Path(text).is_file():
         sub = resolve_file(text, task, boards)
-        wanted = [label(task, sub.version, sub.code_sha256), *newest_first(df, sub.version)]
+        digits = width([*df[df["name"] == sub.version]["code"], sub.code_sha256])
+        wanted = [label(task, sub.version, sub.code_sha256, digits), *newest_first(df, sub.version)]
     else:
         name, prefix = split(Path(text).stem if text.endswith(".py") else text)
         if prefix is not None:
             newest = df[df["name"] == name].sort_values("timestamp", ascending=False)["code"]
-            return label(task, name, matching(name, prefix, newest))
+            return label(task, name, matching(name, prefix, newest), width(newest))
         wanted = [name, *newest_first(df, name)]
     return next((t for t in wanted if t in present), wanted[0])
 
@@ -146,7 +158,8 @@ def locate(records: list[dict], code: str) -> Path | None:
         path = ROOT / recorded if recorded else None
         if path and path.is_file() and code_of(path) == code:
             return path
-    return next((kept for kept in map(sources.kept, dict.fromkeys(r.get("sha256") for r in mine)) if kept), None)
+    kept = (sources.kept(sha) for sha in dict.fromkeys(r.get("sha256") for r in mine) if isinstance(sha, str))
+    return next((path for path in kept if path and code_of(path) == code), None)
 
 
 def stored(name: str, task: str | None) -> list[dict]:
