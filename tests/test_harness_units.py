@@ -95,6 +95,17 @@ def test_gpu_only_files_on_a_cpu_say_they_need_a_gpu(monkeypatch):
     assert other.startswith("ModuleNotFoundError") and "Traceback" not in other
 
 
+def test_an_exception_text_holding_the_traceback_mark_hides_nothing():
+    from harness.protocol import brief
+    from harness.worker.explain import explain
+    here = Path(__file__)
+    try:
+        raise RuntimeError("bad\n--- traceback ---\nhidden")
+    except RuntimeError as exc:
+        told = brief(explain(exc, [here]))
+    assert "hidden" in told and f"(at {here.name}:" in told
+
+
 def test_sol_matches_issue_targets_on_h200():
     h200 = sol.peak_for("NVIDIA H200")
     expected_us = {"gemv": [13.8, 27.6, 6.9], "gemm": [30.4, 7.6, 3.8], "dual_gemm": [30.4, 60.8, 13.0, 45.6],

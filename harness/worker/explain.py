@@ -38,4 +38,5 @@ def explain(exc: BaseException, paths: list) -> str:
         frame = next((f for f in reversed(frames) if str(Path(f.filename).resolve()) in own), None)
         where = f" (at {Path(frame.filename).name}:{frame.lineno}: {frame.line})" if frame else ""
     full = "".join(traceback.format_exception(exc))
+    text = text.replace(TRACEBACK_MARK, TRACEBACK_MARK.replace("-", "="))  # the first mark is this one
     return f"{text}{where}\n{TRACEBACK_MARK}\n{full}"
