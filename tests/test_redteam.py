@@ -37,8 +37,9 @@ CPU_CASES = {  # every one now meets freshly drawn inputs the worker cannot pred
     "host_ns_string": ("tampered", "the worker's report was malformed"),
     "starved_main": ("tampered", "the evaluator's clock saw"),  # the worker's waits for a CPU are not credited
     "tensor_subclass": ("fail", "expected a torch.Tensor, got Deferred"),  # no subclass hook after the region
+    "prefork_between": ("tampered", "the evaluator's clock saw"),  # children's CPU and SCHED_IDLE: no credit
 }
-NEEDS_CC = {"starved_main"}  # builds its spin loop with cc
+NEEDS_CC = {"starved_main", "prefork_between"}  # build their spin loops with cc
 GPU_CASES = [
     pytest.param("side_stream", "fail", "after custom_kernel returned|escaped the timing events|mismatch"),
     # the limit is per CUDA context: only the worker's self-check reads it (a speed bump)

@@ -237,4 +237,7 @@ def test_the_worker_main_threads_wait_is_credited_less_what_its_own_threads_ran(
     ended = WorkerCpu(main_wait_ns=6_000_000, main_run_ns=1_000_000, others_ns={7: 2_000_000},
                       ticks=100 + 2 + round(5_000_000 / TICK_NS) + 1)
     assert ended.credit_ns(before) == 0  # more ticks than the live threads ran: threads that ended did the rest
+    idle = WorkerCpu(main_wait_ns=6_000_000, main_run_ns=1_000_000, others_ns={7: 2_000_000}, ticks=100,
+                     default_priority=False)
+    assert idle.credit_ns(before) == 0  # a main thread put to SCHED_IDLE or a positive nice waits by its own choice
     assert WorkerCpu.read(os.getpid()).main_run_ns > 0

@@ -57,12 +57,14 @@ TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")  # the unit of a process's CPU time in 
 class WorkerCpu:
     """A worker's CPU accounting at one moment (Linux /proc): its main thread's wait for a CPU and its time on
     one, in ns; every other live thread's time on a CPU, by thread id; the whole process's CPU time, threads
-    that have ended included, in ticks."""
+    that have ended and children it has reaped included, in ticks; and whether its main thread runs at the
+    default scheduling (SCHED_OTHER at nice 0 or better), as an honest one does."""
 
     main_wait_ns: int = 0
     main_run_ns: int = 0
     others_ns: dict = field(default_factory=dict)
     ticks: int = 0
+    default_priority: bool = True
 
     @classmethod
     def read(cls, pid: int) -> "WorkerCpu":
@@ -77,16 +79,22 @@ class WorkerCpu:
             tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
             with open(f"/proc/{pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            ticks = int(fields[11]) + int(fields[12])  # utime, stime
+            ticks = sum(int(v) for v in fields[11:15])  # utime, stime, and the reaped children's cutime, cstime
+            with open(f"/proc/{pid}/task/{pid}/stat") as f:
+                main = f.read().rsplit(")", 1)[1].split()
+            default = int(main[38]) == 0 and int(main[16]) <= 0  # policy SCHED_OTHER, nice
         except (OSError, ValueError, IndexError):
             return cls()
         main_run, main_wait = schedstat(pid)
-        return cls(main_wait, main_run, {tid: schedstat(tid)[0] for tid in tids if tid != pid}, ticks)
+        return cls(main_wait, main_run, {tid: schedstat(tid)[0] for tid in tids if tid != pid}, ticks, default)
 
     def credit_ns(self, before: "WorkerCpu") -> float:
         """How much of the main thread's wait for a CPU since `before` to leave out of the witness: the part the
-        worker's own other threads do not explain. They ran this long on a CPU meanwhile: the live ones exactly, the
-        ended ones from the process's ticks (less two ticks of rounding)."""
+        worker's own other threads and reaped children do not explain. They ran this long on a CPU meanwhile: the
+        live threads exactly, the rest from the process's ticks (less two ticks of rounding). None where the main
+        thread did not run at the default scheduling at both ends (SCHED_IDLE or a positive nice makes it wait)."""
+        if not (self.default_priority and before.default_priority):
+            return 0.0
         others = sum(ns - before.others_ns.get(tid, 0) for tid, ns in self.others_ns.items())
         ended = (self.ticks - before.ticks - 2) * TICK_NS - (self.main_run_ns - before.main_run_ns) - others
         return max(0.0, self.main_wait_ns - before.main_wait_ns - others - max(0.0, ended))
