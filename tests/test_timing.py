@@ -222,7 +222,8 @@ def test_a_witness_verdict_names_a_crowded_machine():
     from harness.evaluator.evaluation import CROWDED_NS, Sample, crowded
     calm = Sample(5e6, 0.0, 1e6, 0.0, {}, [], False)
     assert crowded(calm) == ""
-    busy = Sample(5e6, 2.5e6, 1e6, 0.0, {}, [], False)
+    assert crowded(Sample(5e6, 2.5e6, 1e6, 0.0, {}, [], False, 0.0)) == ""  # only the worker's main thread waited
+    busy = Sample(5e6, 2.5e6, 1e6, 0.0, {}, [], False, 2.5e6)
     assert CROWDED_NS < 2.5e6 and "the evaluator itself waited 2.5 ms for a CPU" in crowded(busy)
 
 

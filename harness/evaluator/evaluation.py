@@ -60,12 +60,13 @@ CROWDED_NS = 500_000  # the evaluator's own wait for a CPU in one sample above w
 
 
 def crowded(sample) -> str:
-    """A note on a witness verdict where the evaluator's own thread waited for a CPU in that sample: the worker's
-    waits count against it, so a crowded machine can flag an honest file (or a file that crowds it itself)."""
-    if sample.waited_ns < CROWDED_NS:
+    """A note on a witness verdict where the evaluator's own thread waited for a CPU in that sample: some of the
+    worker's waits count against it, so a crowded machine can flag an honest file (or a file that crowds it)."""
+    if sample.evaluator_waited_ns < CROWDED_NS:
         return ""
-    return (f" (this machine was crowded: the evaluator itself waited {sample.waited_ns / 1e6:.1f} ms for a CPU in "
-            f"that sample; on a crowded machine an honest file can be flagged too: run it again on an idle one)")
+    return (f" (this machine was crowded: the evaluator itself waited {sample.evaluator_waited_ns / 1e6:.1f} ms for "
+            f"a CPU in that sample; on a crowded machine an honest file can be flagged too: run it again on an idle "
+            f"one)")
 
 
 def malformed(what: str) -> Verdict:
@@ -101,6 +102,7 @@ class Sample:
     report: dict
     outputs: list
     hold_released_early: bool
+    evaluator_waited_ns: float = 0.0  # of waited_ns, the evaluator's own thread's part
 
 
 @dataclass
@@ -252,7 +254,7 @@ class Evaluation:
         t1 = time.perf_counter_ns()
         witness_ns, copy_ns = t1 - t0, t1 - copying
         waited = ours + WorkerCpu.read(self.worker.process.pid).credit_ns(worker)
-        return Sample(witness_ns, waited, written - t0 + copy_ns, copy_ns, report, outputs, released_early)
+        return Sample(witness_ns, waited, written - t0 + copy_ns, copy_ns, report, outputs, released_early, ours)
 
     def _witnessed_write(self, writes: list) -> tuple:
         """The witness's start, then the inputs written: (its clock, when the writes ended, the evaluator's waits
