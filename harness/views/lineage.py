@@ -239,11 +239,12 @@ def us(ns: float | None) -> float | None:
 def last_failures(task: str, gpu: str, names: list[str]) -> dict:
     """Per lineage version named, as its file is now: its newest run on this GPU (any mode or timing method) when
     that run did not pass, as {status, mode, when, message}: why the version has no runs there."""
+    current = {name: tries.current_code(task, name) for name in names}
     newest = {}
     for r in read_all(f"{task}.jsonl"):
         name = r.get("version")
-        if name in names and (r.get("gpu") or {}).get("name") == gpu \
-                and tries.record_code(r) == tries.current_code(task, name) \
+        if name in current and (r.get("gpu") or {}).get("name") == gpu \
+                and tries.record_code(r) == current[name] \
                 and r.get("timestamp", "") >= newest.get(name, {}).get("timestamp", ""):
             newest[name] = r
     return {name: {"status": r["status"], "mode": r.get("mode"), "when": r.get("timestamp", "")[:10],
