@@ -49,17 +49,23 @@ def become_subreaper() -> bool:
 SUBREAPER = become_subreaper()
 
 
+def stat_fields(pid: int, tid: int | None = None) -> list[str] | None:
+    """The fields of /proc/<pid>/stat (or of its thread tid's) after the command name: the state, field 3 of
+    proc(5), is at index 0. None where the process is gone or the file unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat" if tid is None else f"/proc/{pid}/task/{tid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+
+
 def _parents() -> dict:
     """{pid: parent pid} of every process this user can see (Linux /proc)."""
     out = {}
     for entry in os.listdir("/proc") if os.path.isdir("/proc") else []:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                out[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
+        fields = stat_fields(int(entry)) if entry.isdigit() else None
+        if fields and fields[1].lstrip("-").isdigit():
+            out[int(entry)] = int(fields[1])
     return out
 
 
@@ -80,11 +86,8 @@ def _own_children() -> list[int]:
 def identity(pid: int) -> tuple[int, int | None]:
     """A process as (pid, start time in ticks since boot): a pid alone may name another process once the first has
     ended and the pid been reused."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return pid, int(f.read().rsplit(")", 1)[1].split()[19])
-    except (OSError, IndexError, ValueError):
-        return pid, None
+    fields = stat_fields(pid)
+    return pid, int(fields[19]) if fields and len(fields) > 19 else None
 
 
 def _children() -> list[int]:
@@ -316,11 +319,8 @@ def kill_strays(pids: list, spare: set = frozenset()):
 
 
 def _is_zombie(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True
+    fields = stat_fields(pid)
+    return not fields or fields[0] == "Z"
 
 
 _SPARES: dict = {}  # (task, path, confined) -> a worker started before the evaluation that will take it

@@ -31,6 +31,8 @@ import os
 import statistics
 from dataclasses import dataclass, field
 
+from .supervisor import stat_fields
+
 MIN_MARGIN_NS = {"cuda": 100_000.0, "cpu": 1_000_000.0}  # host noise of two processes' clocks and messages; on a
 # CPU the calls share the cores with everything else, and a verdict against an honest file costs more than a
 # forgery under a millisecond there (CPU times rank nothing)
@@ -75,15 +77,12 @@ class WorkerCpu:
                 return int(run), int(wait)
             except (OSError, ValueError):
                 return 0, 0
+        fields, main = stat_fields(pid), stat_fields(pid, pid)
         try:
             tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
             ticks = sum(int(v) for v in fields[11:15])  # utime, stime, and the reaped children's cutime, cstime
-            with open(f"/proc/{pid}/task/{pid}/stat") as f:
-                main = f.read().rsplit(")", 1)[1].split()
             default = int(main[38]) == 0 and int(main[16]) <= 0  # policy SCHED_OTHER, nice
-        except (OSError, ValueError, IndexError):
+        except (OSError, ValueError, IndexError, TypeError):  # the worker gone (its stat files None)
             return cls()
         main_run, main_wait = schedstat(pid)
         return cls(main_wait, main_run, {tid: schedstat(tid)[0] for tid in tids if tid != pid}, ticks, default)
