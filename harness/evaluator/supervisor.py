@@ -225,10 +225,9 @@ class WorkerProcess:
         """Stop the worker and every process it started (SIGSTOP), or let them go on (SIGCONT): a worker waiting
         for its turn among others (diff --measure) takes no CPU from the one being timed."""
         sig = signal.SIGSTOP if frozen else signal.SIGCONT
-        for target in [lambda: os.killpg(self.process.pid, sig), *[lambda pid=pid: os.kill(pid, sig)
-                                                                      for pid in self.descendants()]]:
+        for send, target in [(os.killpg, self.process.pid), *((os.kill, pid) for pid in self.descendants())]:
             try:
-                target()
+                send(target, sig)
             except (ProcessLookupError, PermissionError):
                 pass
 
@@ -293,10 +292,9 @@ QUIET_SCANS = 200  # consecutive scans that found no stray child: the strays are
 
 
 def kill_strays(pids: list, spare: set = frozenset()):
-    """SIGKILL the given processes, then every child of this process outside `spare` (identities: harness.evaluator.
-    supervisor.identity; the orphans of a worker's
-    descendants are re-parented here) and reap it, scan after scan, until QUIET_SCANS scans in a row find none
-    alive or STRAY_KILL_S pass: a process that keeps forking and leaving its child behind is caught as a child
+    """SIGKILL the given processes, then every child of this process outside `spare` (by identity(); the orphans of
+    a worker's descendants are re-parented here) and reap it, scan after scan, until QUIET_SCANS scans in a row find
+    none alive or STRAY_KILL_S pass: a process that keeps forking and leaving its child behind is caught as a child
     here, and the exited links of its chain do not pile up as zombies."""
     deadline, quiet = time.monotonic() + STRAY_KILL_S, 0
     while quiet < QUIET_SCANS and time.monotonic() < deadline:
