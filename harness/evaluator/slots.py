@@ -9,8 +9,7 @@ buffer alone.
 
 The layout travels to the worker as JSON (`Layout.to_wire()`): the input tuple's structure with each tensor replaced
 by (device, offset, dtype, shape, stride). `write()` copies the evaluator's private inputs into a slot tensor by
-tensor, the largest first, so the small operand every output depends on arrives last (the untimed calls). A timed
-sample's inputs are staged first (`Layout.stage()`: laid out as a slot is, in the evaluator's own memory), so
+tensor (the untimed calls, made once every write has ended). A timed sample's inputs are staged first (`Layout.stage()`: laid out as a slot is, in the evaluator's own memory), so
 that inside the witness each slot takes one copy per device (`write_staged()`), not one per tensor, each of which
 would wait on a GPU for its turn beside the worker's hold kernel.
 """
@@ -94,7 +93,6 @@ class Slot:
                                                    device="cuda")
         self.tensors = [view(self.buffers[s["device"]], s) for s in layout.tensors]
         self.data = unflatten(layout.structure, self.tensors)
-        self.order = sorted(range(len(self.tensors)), key=lambda i: -layout.tensors[i]["bytes"])
 
     def handle(self) -> dict:
         """What the worker needs to map this slot: the CUDA IPC handle (torch's own reduction) as hex."""
@@ -121,10 +119,9 @@ class Slot:
         return False
 
     def write(self, private) -> None:
-        """Copy the evaluator's private input tuple into the slot, largest tensors first."""
-        _, sources = flatten(private)
-        for i in self.order:
-            self.tensors[i].copy_(sources[i])
+        """Copy the evaluator's private input tuple into the slot, tensor by tensor (for an untimed call)."""
+        for slotted, source in zip(self.tensors, flatten(private)[1]):
+            slotted.copy_(source)
 
     def write_staged(self, staged: Staged) -> None:
         """Copy a staged input tuple into the slot: one copy per device."""
