@@ -39,6 +39,9 @@ CPU_CASES = {  # every one now meets freshly drawn inputs the worker cannot pred
     "tensor_subclass": ("fail", "expected a torch.Tensor, got Deferred"),  # no subclass hook after the region
     "prefork_between": ("tampered", "the evaluator's clock saw"),  # children's CPU and SCHED_IDLE: no credit
 }
+ON_A_GPU = {  # where a GPU leaves the attack nothing to act on
+    "prefork_between": ("fail", "mismatch"),  # children forked from a CUDA process cannot write the GPU's slots
+}
 NEEDS_CC = {"starved_main", "prefork_between"}  # build their spin loops with cc
 GPU_CASES = [
     pytest.param("side_stream", "fail", "after custom_kernel returned|escaped the timing events|mismatch"),
@@ -59,7 +62,7 @@ def run(name: str, *extra):
 def test_cheat_gets_its_verdict(name, results_dir):
     if name in NEEDS_CC and shutil.which("cc") is None:
         pytest.skip("needs a C compiler (cc)")
-    status, words = CPU_CASES[name]
+    status, words = ON_A_GPU[name] if name in ON_A_GPU and torch.cuda.is_available() else CPU_CASES[name]
     proc, out = run(name, "--case", "0")
     assert proc.returncode == 1
     record = out[0]["records"][0]
@@ -73,6 +76,8 @@ def test_cheat_gets_its_verdict(name, results_dir):
 def test_gpu_cheat_gets_its_verdict(name, status, words, results_dir):
     proc, out = run(name, "--case", "0")
     record = out[0]["records"][0]
+    if record["status"] == "error" and "refused a persisting-L2 limit" in record["message"]:
+        pytest.skip(record["message"])  # nothing to catch: the limit never changed
     assert record["status"] == status and any(w in record["message"] for w in words.split("|")), record["message"]
 
 
