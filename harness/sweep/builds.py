@@ -21,7 +21,7 @@ from ..paths import ROOT
 from ..protocol import brief
 from .lanes import parse_summaries
 
-JOBS_PER_BUILD = 4  # compiler processes one build may run (MAX_JOBS of torch's extension builder)
+JOBS_PER_BUILD = 2  # compiler processes one build runs: load_inline compiles two sources, its C++ binding and its .cu
 BUILD_TIMEOUT_S = 900.0
 
 
