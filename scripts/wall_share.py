@@ -7,7 +7,7 @@ Usage: python scripts/wall_share.py runs.jsonl [--markdown]"""
 import json
 import sys
 
-PHASES = ("start", "calibrate", "load", "draw", "reference", "calls", "sample", "check")
+PHASES = ("start", "ready", "calibrate", "load", "draw", "reference", "calls", "sample", "check")
 DEFENCES = ("calibrate", "draw", "reference", "check")
 
 

@@ -31,16 +31,14 @@ def fake_sessions(monkeypatch, passing: dict):
     calls = []
 
     def execute(sub, mode, shapes, timeout_s, record_to, secret_seed, on_start, on_record, only, confined, timing,
-                keep_going, on_ready):
+                keep_going):
         calls.append((mode, shapes, timeout_s, record_to, secret_seed, only, confined, timing, keep_going))
         on_start("job")
-        if on_ready:
-            on_ready()
         status = "pass" if passing[mode] else "fail"
         on_record({"status": status})
         return RunSummary(sub, mode, shapes, timing, records=[{"status": status}])
     monkeypatch.setattr(runner, "execute", execute)
-    monkeypatch.setattr(runner, "start_spare", lambda *key: calls.append(("spare", *key)))
+    monkeypatch.setattr(runner, "start_spares", lambda *key: calls.append(("spares", *key)))
     monkeypatch.setattr(runner, "drop_spares", lambda: calls.append(("drop",)))
     return calls
 
@@ -64,15 +62,16 @@ def test_a_run_is_its_modes_in_turn_until_one_fails(monkeypatch, results_dir):
     summaries = list(runner.run(options, watch))
     assert [s.mode for s in summaries] == ["test"]  # the benchmark is skipped, and so is its spare worker
     path = str(options.submission.path)
-    assert calls == [("test", "smoke", 9.0, results_dir / "gemv.jsonl", 7, frozenset({1}), False, "contest", True),
-                     ("spare", "gemv", path, False), ("drop",)]
+    assert calls == [("spares", "gemv", path, False, 2),  # both modes' workers start at once
+                     ("test", "smoke", 9.0, results_dir / "gemv.jsonl", 7, frozenset({1}), False, "contest", True),
+                     ("drop",)]
     assert watch.events == [("start", "test", "job"), ("record", "fail")]
     calls = fake_sessions(monkeypatch, {"test": True, "benchmark": True})
     assert [s.mode for s in runner.run(runner.RunOptions(gemv(), record=False))] == ["test", "benchmark"]
-    assert [c[0] for c in calls] == ["test", "spare", "benchmark", "drop"] and calls[0][3] is None
+    assert [c[0] for c in calls] == ["spares", "test", "benchmark", "drop"] and calls[1][3] is None
 
 
-def test_a_spare_worker_is_taken_once_with_its_evaluations_timeout(monkeypatch):
+def test_spare_workers_are_taken_in_turn_each_with_its_evaluations_timeout(monkeypatch):
     from harness.evaluator import supervisor
     made = []
 
@@ -84,14 +83,15 @@ def test_a_spare_worker_is_taken_once_with_its_evaluations_timeout(monkeypatch):
         def stop(self):
             self.stopped = True
     monkeypatch.setattr(supervisor, "WorkerProcess", Worker)
-    supervisor.start_spare("gemv", "/x/v0.py", True)
-    supervisor.start_spare("gemv", "/x/v0.py", True)  # one spare per file and sandbox
-    assert len(made) == 1 and supervisor.take_spare("gemv", "/x/v0.py", 30.0, False) is None  # not unconfined
+    supervisor.start_spares("gemv", "/x/v0.py", True, 2)
+    supervisor.start_spares("gemv", "/x/v0.py", True, 2)  # as many as asked for, per file and sandbox
+    assert len(made) == 2 and supervisor.take_spare("gemv", "/x/v0.py", 30.0, False) is None  # not unconfined
     assert supervisor.take_spare("gemv", "/x/v0.py", 30.0, True) is made[0] and made[0].timeout_s == 30.0
+    assert supervisor.take_spare("gemv", "/x/v0.py", 9.0, True) is made[1] and made[1].timeout_s == 9.0
     assert supervisor.take_spare("gemv", "/x/v0.py", 30.0, True) is None
-    supervisor.start_spare("gemv", "/x/v1.py", True)
+    supervisor.start_spares("gemv", "/x/v1.py", True, 1)
     supervisor.drop_spares()
-    assert made[1].stopped and supervisor.take_spare("gemv", "/x/v1.py", 30.0, True) is None
+    assert made[2].stopped and supervisor.take_spare("gemv", "/x/v1.py", 30.0, True) is None
 
 
 @pytest.mark.slow

@@ -122,7 +122,7 @@ def test_a_worker_running_as_root_cannot_write_disks_or_the_kernels_settings():
 
 @pytest.mark.slow
 def test_a_process_at_a_reused_pid_is_still_the_workers_stray(results_dir):
-    """tests/redteam/pid_reuse.py: the benchmark's worker (a spare started while the test worker ran) plants an
+    """tests/redteam/pid_reuse.py: the benchmark's worker (a spare started just after the test worker) plants an
     orphan at the test worker's pid once that one has ended; told apart by its start time, it is killed."""
     proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
                            str(ROOT / "tests" / "redteam" / "pid_reuse.py"), "--shapes", "smoke", "--case", "0",

@@ -183,7 +183,7 @@ def test_records_say_which_timing_and_schema_produced_them(results_dir, timing):
     assert [(r["timing"], r["schema"]) for r in stored] == [(timing, 6)]
     assert stored[0]["code_sha256"] == code_sha256((ROOT / "submissions" / "gemv" / "v0.py").read_text())
     phases = stored[0]["phases_ns"]
-    assert {"start", "calibrate", "load", "draw", "reference", "calls", "sample", "check"} <= set(phases)
+    assert {"start", "ready", "calibrate", "load", "draw", "reference", "calls", "sample", "check"} <= set(phases)
     assert sum(phases.values()) > stored[0]["job_ns"]  # the worker's start-up and the warm-up came before the job
 
 

@@ -162,13 +162,14 @@ class Evaluation:
         self.worker = None
         self.unreported = Phases()  # reported by the first recorded job this worker serves
         try:
-            with self.unreported("start"):
+            with self.unreported("start"):  # the evaluator's own set-up, while the worker starts
                 self.worker = take_spare(task, path, timeout_s, confined) or WorkerProcess(task, path, timeout_s,
                                                                                            confined)
-                self.flush = L2Flush() if self.gpu else None  # while the worker starts
+                self.flush = L2Flush() if self.gpu else None
                 self.telemetry = Telemetry.open() if self.gpu else None
                 if self.gpu:
                     build_hold()
+            with self.unreported("ready"):  # what is left of the worker's start-up
                 self.worker.wait_ready()
             self.sandbox = self.worker.sandbox
             with self.unreported("calibrate"):

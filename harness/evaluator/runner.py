@@ -13,7 +13,7 @@ from ..protocol import Job
 from ..rules import DEFAULT_MODES, DEFAULT_TIMING
 from ..submission import Submission
 from .session import RunSummary, execute
-from .supervisor import drop_spares, start_spare
+from .supervisor import drop_spares, start_spares
 
 
 def pick_shapes(shapes: str) -> str:
@@ -62,18 +62,17 @@ class Watch:
 
 def run(options: RunOptions, watch: Watch = Watch()) -> Iterator[RunSummary]:
     """The options' modes in turn, each one's summary as it ends; after a mode in which not every case passed,
-    the modes left are not run. While a mode runs, once its worker has loaded the file, the next mode's worker
-    starts beside it (a spare, harness.evaluator.supervisor). ValueError: no case has an index of `only`."""
+    the modes left are not run. Every mode's worker starts at once (spares, harness.evaluator.supervisor): a test
+    mode often ends within a second of its worker's start-up, too soon for the benchmark's worker to come up after
+    it. ValueError: no case has an index of `only`."""
     sub = options.submission
     try:
-        for n, mode in enumerate(options.modes):
-            following = n + 1 < len(options.modes)
+        start_spares(sub.task, str(sub.path), options.confined, len(options.modes))
+        for mode in options.modes:
             with watch.mode(mode):
                 summary = execute(sub, mode, options.shapes, options.timeout_s, options.record_file(),
                                   options.secret_seed, partial(watch.job_started, mode), watch.recorded,
-                                  options.only, options.confined, options.timing, options.keep_going,
-                                  partial(start_spare, sub.task, str(sub.path), options.confined)
-                                  if following else None)
+                                  options.only, options.confined, options.timing, options.keep_going)
             yield summary
             if not summary.passed:
                 return

@@ -135,9 +135,9 @@ def start_evaluation(task: str, path: str, timeout_s: float, timing: str, confin
 
 
 def run_jobs(task: str, path: str, jobs: list, timeout_s: float, on_start=None, on_outcome=None,
-             timing: str = DEFAULT_TIMING, confined: bool = True, keep_going: bool = False, on_ready=None) -> None:
+             timing: str = DEFAULT_TIMING, confined: bool = True, keep_going: bool = False) -> None:
     """Run jobs in order, each in a healthy worker (replaced after any job that did not pass); calls
-    on_outcome(job, result, sandbox) as each ends, and on_ready() once the first worker has loaded the file. After
+    on_outcome(job, result, sandbox) as each ends. After
     a hang or a crash the remaining jobs are skipped unless keep_going; a failing warm-up hands its verdict to the
     next recorded job."""
     evaluation, stopped_by, warmup_failure = None, None, None
@@ -166,9 +166,6 @@ def run_jobs(task: str, path: str, jobs: list, timeout_s: float, on_start=None, 
                 for rest in jobs[n:]:
                     finish(rest, replace(fatal))
                 return
-            if on_ready:
-                on_ready()
-                on_ready = None
         result = run_job(evaluation, job)
         if not job.record and result.status != "pass":
             warmup_failure = result
@@ -185,9 +182,9 @@ def run_jobs(task: str, path: str, jobs: list, timeout_s: float, on_start=None, 
 
 def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = None, record_to: Path | None = None,
             secret_seed: int | None = None, on_start=None, on_record=None, only=None, confined: bool = True,
-            timing: str = DEFAULT_TIMING, keep_going: bool = False, on_ready=None) -> RunSummary:
+            timing: str = DEFAULT_TIMING, keep_going: bool = False) -> RunSummary:
     """Run every job of the mode; records are appended to `record_to` as they finish (if that fails,
-    the run goes on and `unstored` says why); on_ready() as in run_jobs."""
+    the run goes on and `unstored` says why)."""
     jobs = build_jobs(sub.task, mode, shapes, secret_seed, only, timing)
     summary = RunSummary(sub, mode, shapes, timing, device=describe(), hooks=startup_hooks())  # the evaluator's view
     run_id = uuid.uuid4().hex[:12]
@@ -211,7 +208,7 @@ def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = N
             on_record(rec)
 
     run_jobs(sub.task, str(sub.path), jobs, timeout_s or TIMEOUT_S[mode], on_start=on_start, on_outcome=finished,
-             timing=timing, confined=confined, keep_going=keep_going, on_ready=on_ready)
+             timing=timing, confined=confined, keep_going=keep_going)
     return summary
 
 

@@ -321,30 +321,33 @@ def _is_zombie(pid: int) -> bool:
     return not fields or fields[0] == "Z"
 
 
-_SPARES: dict = {}  # (task, path, confined) -> a worker started before the evaluation that will take it
+_SPARES: dict = {}  # (task, path, confined) -> workers started before the evaluations that will take them, in turn
 
 
-def start_spare(task: str, path: str, confined: bool) -> None:
-    """A worker for this file's next evaluation, started now, so that its interpreter, torch and CUDA context come
-    up while the current evaluation runs (harness.evaluator.runner: the benchmark's worker during the tests). It
-    imports nothing of the file until an evaluation takes it and says "load"."""
-    key = (task, str(path), confined)
-    if key not in _SPARES:
-        _SPARES[key] = WorkerProcess(task, path, STARTUP_GRACE_S, confined)
+def start_spares(task: str, path: str, confined: bool, count: int) -> None:
+    """Workers for this file's next `count` evaluations, all started now, so that their interpreters, torch and CUDA
+    contexts come up together (harness.evaluator.runner: the test mode's and the benchmark's at once). They import
+    nothing of the file until an evaluation takes one and says "load"."""
+    spares = _SPARES.setdefault((task, str(path), confined), [])
+    while len(spares) < count:
+        spares.append(WorkerProcess(task, path, STARTUP_GRACE_S, confined))
 
 
 def take_spare(task: str, path: str, timeout_s: float, confined: bool) -> "WorkerProcess | None":
-    """The spare started for this file, now with this evaluation's timeout; None if there is none."""
-    worker = _SPARES.pop((task, str(path), confined), None)
-    if worker is not None:
-        worker.timeout_s = timeout_s
+    """The oldest spare started for this file, now with this evaluation's timeout; None if there is none."""
+    spares = _SPARES.get((task, str(path), confined))
+    if not spares:
+        return None
+    worker = spares.pop(0)
+    worker.timeout_s = timeout_s
     return worker
 
 
 def drop_spares() -> None:
-    """Stop the spares no evaluation took (the run ended before the mode they were started for)."""
+    """Stop the spares no evaluation took (the run ended before the modes they were started for)."""
     while _SPARES:
-        _SPARES.popitem()[1].stop()
+        for worker in _SPARES.popitem()[1]:
+            worker.stop()
 
 
 def stop_all():

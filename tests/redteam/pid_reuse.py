@@ -1,6 +1,6 @@
 """Attack (a process that outlives the run, through the spare worker's `preexisting` set): in the default modes
-(test, then benchmark), the benchmark's worker is a spare started while the test worker runs
-(harness/evaluator/supervisor.py start_spare). WorkerProcess.__init__ records `preexisting = set(_children())`, the
+(test, then benchmark), the benchmark's worker is a spare started just after the test worker
+(harness/evaluator/supervisor.py start_spares). WorkerProcess.__init__ records `preexisting = set(_children())`, the
 evaluator's live children at that moment, which includes the test worker itself. Those pids are "not the worker's
 own" forever after (`_not_its_own`): `descendants()` leaves them out, so the per-sample check for leftover
 processes does not see them, and `kill_strays(..., spare=_not_its_own())` at stop does not kill them.
