@@ -60,13 +60,16 @@ def test_a_run_is_its_modes_in_turn_until_one_fails(monkeypatch, results_dir):
                                 timing="contest", keep_going=True)
     watch = Seen()
     summaries = list(runner.run(options, watch))
-    assert [s.mode for s in summaries] == ["test"]  # the benchmark is skipped, and so is its spare worker
+    assert [s.mode for s in summaries] == ["test"]  # the benchmark is skipped, and its spare worker stopped
     path = str(options.submission.path)
     assert calls == [("spares", "gemv", path, False, 2),  # both modes' workers start at once
                      ("test", "smoke", 9.0, results_dir / "gemv.jsonl", 7, frozenset({1}), False, "contest", True),
                      ("drop",)]
     assert watch.events == [("start", "test", "job"), ("record", "fail")]
     calls = fake_sessions(monkeypatch, {"test": True, "benchmark": True})
+    with pytest.raises(ValueError, match="no tests case has index"):
+        list(runner.run(runner.RunOptions(gemv(), only=frozenset({99}))))
+    assert calls == []  # a case index no mode has: no worker started
     assert [s.mode for s in runner.run(runner.RunOptions(gemv(), record=False))] == ["test", "benchmark"]
     assert [c[0] for c in calls] == ["spares", "test", "benchmark", "drop"] and calls[1][3] is None
 

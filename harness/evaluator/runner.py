@@ -12,7 +12,7 @@ from .. import device, results
 from ..protocol import Job
 from ..rules import DEFAULT_MODES, DEFAULT_TIMING
 from ..submission import Submission
-from .session import RunSummary, execute
+from .session import RunSummary, build_jobs, execute
 from .supervisor import drop_spares, start_spares
 
 
@@ -66,6 +66,8 @@ def run(options: RunOptions, watch: Watch = Watch()) -> Iterator[RunSummary]:
     mode often ends within a second of its worker's start-up, too soon for the benchmark's worker to come up after
     it. ValueError: no case has an index of `only`."""
     sub = options.submission
+    for mode in options.modes:  # a case index that no mode has stops the run before any worker starts
+        build_jobs(sub.task, mode, options.shapes, only=options.only)
     try:
         start_spares(sub.task, str(sub.path), options.confined, len(options.modes))
         for mode in options.modes:

@@ -19,7 +19,8 @@ REFUSED = "this GPU refused a persisting-L2 limit"
 
 def reserve() -> None:
     most = ctypes.c_int(0)
-    _cudart.cudaDeviceGetAttribute(ctypes.byref(most), ATTR_MAX_PERSISTING_L2, torch.cuda.current_device())
+    if _cudart.cudaDeviceGetAttribute(ctypes.byref(most), ATTR_MAX_PERSISTING_L2, torch.cuda.current_device()):
+        raise RuntimeError("cudaDeviceGetAttribute failed: the most persisting L2 this GPU offers is unknown")
     rc = _cudart.cudaDeviceSetLimit(LIMIT_PERSISTING_L2, ctypes.c_size_t(min(32 << 20, most.value)))
     now = ctypes.c_size_t(0)
     _cudart.cudaDeviceGetLimit(ctypes.byref(now), LIMIT_PERSISTING_L2)
