@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # One device call: the evaluator's GPU path end to end, each result written under $OUT as it comes. STEPS picks
-# what runs, in this order (default: all):
+# what runs, in this order (default: redteam template best v0 default):
 #   redteam  the red-team and sandbox tests as CI runs them, four at a time while the best versions build, then
 #            alone (their verdicts rest on the witness) the forged-report attacks and the honest control
 #   template the FP4 _scaled_mm template's one line
 #   best     each best version's benchmark under arena and contest timing, back to back (fidelity)
 #   v0       every v0's tests
-#   default  the first best version in the default modes (test, then benchmark: the benchmark's worker is a spare
-#            started during the tests), to set against its benchmark-only run's wall time
+#   default  the first best version in the default modes (test, then benchmark: both workers start at once), to set
+#            against its benchmark-only run's wall time
+#   gap      scripts/gemv_gap_probe.py: gemv v12 arena, arena with the contest's clear, contest (gemv_gap.md)
 #   sweep    every lineage version of each task in SWEEP_TASKS (default: all four) in benchmark mode, builds first
 #            (run.py sweep), each task's summary in results.tgz (sweep_<task>.json), within SWEEP_SECONDS each (default 600)
 # Usage on the device (with landlockpy's wheel carried in .whl/):
@@ -78,6 +79,10 @@ fi
 if has default; then
   spec=${BEST[0]}
   one "${spec%%:*} ${spec#*:} default modes" 300 --task "${spec%%:*}" --submission "${spec#*:}"
+fi
+if has gap; then
+  timeout 300 python3 scripts/gemv_gap_probe.py --rounds 2 > "$OUT/gemv_gap.md" 2>> "$OUT/log.txt"
+  echo "$(date +%T) gemv gap probe rc=$?" >> "$OUT/log.txt"
 fi
 if has sweep; then
   for task in ${SWEEP_TASKS:-gemv gemm dual_gemm group_gemm}; do
