@@ -611,20 +611,27 @@ def sweep(tasks, versions, mode, gpus, cpu_lanes, ray_address, shapes, timing, c
             if built:
                 out.print(f"built {len(built)} file(s) in {time.monotonic() - started:,.1f} s before timing, "
                           f"{sum(not b.ok for b in built)} failed", highlight=False)
+        result, leaving = sw.SweepResult([], 0, [], 0.0), None
         with sw.SweepView(out, [l.name for l in lanes], len(jobs)) as view:
-            result = sw.drive(events, device.name(), view)
+            try:
+                sw.drive(events, device.name(), view, into=result)
+            except SystemExit as stop:  # SIGTERM or Ctrl-C (exit_on_signals): the jobs that ended, then leave
+                result.stopped, leaving = True, stop
     except sw.SweepError as exc:
         fail(str(exc))
-    except KeyboardInterrupt:
-        fail("interrupted: running jobs were killed; records of the jobs that had finished are kept.", code=130)
     if as_json:
         emit_json(result.as_json())
     else:
         show_sweep(result, out)
+    if leaving:
+        raise leaving
     sys.exit(0 if result.passed else 1)
 
 
 def show_sweep(result, out) -> None:
+    if not result.outcomes:
+        out.print("[yellow]stopped before any job had ended[/]", highlight=False)
+        return
     import pandas as pd
     rows = pd.DataFrame(result.rows())
     tries = f"{result.attempts} tr{'y' if result.attempts == 1 else 'ies'}"
@@ -635,6 +642,9 @@ def show_sweep(result, out) -> None:
               f"(x{serial / max(result.wall_s, 1e-9):,.2f})", highlight=False)
     for r in result.retired:
         out.print(f"[yellow]{escape(f'{r.lane} was retired: {r.why}')}[/]", highlight=False)
+    if result.stopped:
+        out.print(f"[yellow]stopped before every job had run: the {len(rows)} above ended, and their records are "
+                  f"kept[/]", highlight=False)
 
 
 if __name__ == "__main__":

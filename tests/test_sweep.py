@@ -132,6 +132,25 @@ def test_queue_retries_on_the_same_lane_when_it_is_the_only_one_and_keeps_the_la
     assert q.take("x") is a  # nobody else left to try it
 
 
+def test_a_sweep_stopped_midway_keeps_the_jobs_that_ended(results_dir):
+    a, b = sw.make_jobs([("gemm", "v1"), ("gemm", "v2")])
+    closed = []
+
+    def events():  # a backend stopped by SIGTERM (run.py's handler raises SystemExit) after its first job
+        try:
+            yield sw.Finished(sw.Attempt(a, "cpu0", "pass", geomean_ns=5.0, wall_s=2.0))
+            raise SystemExit(143)
+        finally:
+            closed.append(True)
+    result = sw.SweepResult([], 0, [], 0.0)
+    with pytest.raises(SystemExit):
+        sw.drive(events(), "cpu", into=result)
+    result.stopped = True
+    assert closed and [o.job for o in result.outcomes] == [a] and result.attempts == 1 and result.wall_s > 0
+    summary = result.as_json()
+    assert summary["stopped"] and not summary["passed"] and [j["version"] for j in summary["jobs"]] == ["v1"]
+
+
 @pytest.mark.slow
 def test_sweep_retries_lost_jobs_elsewhere_retires_the_failing_lane_and_records_once(results_dir, monkeypatch):
     monkeypatch.setenv("SWEEP_TEST_DIE_ON", "cpu0")  # lane cpu0 "fails": every job's worker dies there

@@ -392,10 +392,11 @@ class SweepResult:
     attempts: int  # every try, lost ones included
     retired: list  # Retired events
     wall_s: float
+    stopped: bool = False  # ended by a signal before every job had run
 
     @property
     def passed(self) -> bool:
-        return bool(self.outcomes) and all(a.status in ("pass", "skipped") for a in self.outcomes)
+        return not self.stopped and bool(self.outcomes) and all(a.status in ("pass", "skipped") for a in self.outcomes)
 
     def jobs(self) -> list[dict]:
         """Per job in queue order: status, geomean, lane, attempts, wall time, records (docs/json.md)."""
@@ -412,7 +413,7 @@ class SweepResult:
                  "message": j["message"]} for j in self.jobs()]
 
     def as_json(self) -> dict:
-        return {"passed": self.passed, "wall_s": self.wall_s, "attempts": self.attempts,
+        return {"passed": self.passed, "stopped": self.stopped, "wall_s": self.wall_s, "attempts": self.attempts,
                 "jobs_wall_s": sum(a.wall_s for a in self.outcomes),
                 "retired": [{"lane": r.lane, "why": r.why} for r in self.retired], "jobs": self.jobs()}
 
@@ -427,25 +428,27 @@ def append_records(attempt: Attempt, device_name: str) -> None:
         results.append(results.records_dir(name or fallback) / f"{rec['task']}.jsonl", rec)
 
 
-def drive(events, device_name: str, on_event=None) -> SweepResult:
+def drive(events, device_name: str, on_event=None, into: SweepResult | None = None) -> SweepResult:
     """Consume a backend's events: the final attempt of each job has its records appended here, by
-    this process alone (`device_name`: this machine's device, see append_records)."""
+    this process alone (`device_name`: this machine's device, see append_records). The result fills in as jobs
+    end (`into`, when given), so that a caller stopped midway still holds the jobs that ended."""
     started = time.monotonic()
-    outcomes, retired, tries = [], [], 0
+    result = into or SweepResult([], 0, [], 0.0)
     try:
         for event in events:
             if isinstance(event, Finished):
-                tries += 1
+                result.attempts += 1
                 if event.attempt.final:
                     append_records(event.attempt, device_name)
-                    outcomes.append(event.attempt)
+                    result.outcomes.append(event.attempt)
             elif isinstance(event, Retired):
-                retired.append(event)
+                result.retired.append(event)
             if on_event:
                 on_event(event)
     finally:  # on an interrupt too: the backend stops its jobs now
         events.close()
-    return SweepResult(outcomes, tries, retired, time.monotonic() - started)
+        result.wall_s = time.monotonic() - started
+    return result
 
 
 def make_jobs(pairs) -> list[SweepJob]:
