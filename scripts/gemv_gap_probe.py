@@ -26,29 +26,15 @@ WAYS = ("arena", "arena with the contest's clear", "contest")
 ARENA_FLUSH = evaluation.L2Flush
 
 
-class ContestClearFlush:
-    """The evaluator's flush as the contest's clear: persisting lines reset, then a float32 randn over the task's
-    clear size, in pieces of one buffer as harness.device.GpuDevice.contest_clear writes it."""
-
-    def __init__(self):
-        self.clear_bytes = task_rules("gemv").eval.clear_bytes
-        self.buffer = torch.empty(min(device.CLEAR_CHUNK_BYTES, self.clear_bytes) // 4, dtype=torch.float32,
-                                  device="cuda")
-        self.cudart = device._cudart()
-
-    def __call__(self):
-        if self.cudart is not None:
-            self.cudart.cudaCtxResetPersistingL2Cache()
-        done = 0
-        while done < self.clear_bytes:
-            n = min(device.CLEAR_CHUNK_BYTES, self.clear_bytes - done)
-            self.buffer[:n // 4].normal_()
-            done += n
+def contest_clear_flush():
+    """The evaluator's flush as the contest's clear, the one the worker runs under contest timing
+    (harness.device.GpuDevice.contest_clear over gemv's clear size)."""
+    return device.GpuDevice(task_rules("gemv").eval.clear_bytes).contest_clear
 
 
 def means(sub, way: str, shapes: str = "contest") -> dict:
     """{shape: mean ns} of one benchmark-mode run."""
-    evaluation.L2Flush = ContestClearFlush if way == WAYS[1] else ARENA_FLUSH
+    evaluation.L2Flush = contest_clear_flush if way == WAYS[1] else ARENA_FLUSH
     timing = "contest" if way == "contest" else "arena"
     summary = session.execute(sub, "benchmark", shapes, timing=timing)
     bad = [r["message"] for r in summary.records if r["status"] != "pass"]
