@@ -611,7 +611,7 @@ def sweep(tasks, versions, mode, gpus, cpu_lanes, ray_address, shapes, timing, c
             if built:
                 out.print(f"built {len(built)} file(s) in {time.monotonic() - started:,.1f} s before timing, "
                           f"{sum(not b.ok for b in built)} failed", highlight=False)
-        result, leaving = sw.SweepResult([], 0, [], 0.0), None
+        result, leaving = sw.SweepResult(), None
         with sw.SweepView(out, [l.name for l in lanes], len(jobs)) as view:
             try:
                 sw.drive(events, device.name(), view, into=result)

@@ -142,7 +142,7 @@ def test_a_sweep_stopped_midway_keeps_the_jobs_that_ended(results_dir):
             raise SystemExit(143)
         finally:
             closed.append(True)
-    result = sw.SweepResult([], 0, [], 0.0)
+    result = sw.SweepResult()
     with pytest.raises(SystemExit):
         sw.drive(events(), "cpu", into=result)
     result.stopped = True

@@ -388,10 +388,10 @@ def backend(jobs: list[SweepJob], options: Options, gpus: str | None, cpu_lanes:
 
 @dataclass
 class SweepResult:
-    outcomes: list  # the final Attempt of every job, in the order they ended
-    attempts: int  # every try, lost ones included
-    retired: list  # Retired events
-    wall_s: float
+    outcomes: list = field(default_factory=list)  # the final Attempt of every job, in the order they ended
+    attempts: int = 0  # every try, lost ones included
+    retired: list = field(default_factory=list)  # Retired events
+    wall_s: float = 0.0
     stopped: bool = False  # ended by a signal before every job had run
 
     @property
@@ -433,7 +433,7 @@ def drive(events, device_name: str, on_event=None, into: SweepResult | None = No
     this process alone (`device_name`: this machine's device, see append_records). The result fills in as jobs
     end (`into`, when given), so that a caller stopped midway still holds the jobs that ended."""
     started = time.monotonic()
-    result = into or SweepResult([], 0, [], 0.0)
+    result = into or SweepResult()
     try:
         for event in events:
             if isinstance(event, Finished):
