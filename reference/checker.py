@@ -73,6 +73,19 @@ def compare(received, expected: torch.Tensor, rtol: float = RTOL, atol: float = 
     return CheckReport(ok=False, message="\n".join(lines), mismatches=count, max_abs_error=max_abs, first=first)
 
 
+@torch.no_grad()
+def all_agree(pairs, rtol: float = RTOL, atol: float = ATOL) -> bool:
+    """True when every (received, expected) tensor pair matches in shape and dtype and no element breaks the rule,
+    with one host sync for them all; False sends the caller to compare() for the report."""
+    counts = []
+    for received, expected in pairs:
+        if not isinstance(received, torch.Tensor) or tuple(received.shape) != tuple(expected.shape) \
+                or received.dtype != expected.dtype:
+            return False
+        counts.append(mismatch_count(received.to(expected.device), expected, rtol, atol).reshape(1))
+    return not counts or int(torch.cat(counts).sum().item()) == 0
+
+
 def compare_groups(received, expected: list, rtol: float = RTOL, atol: float = ATOL) -> CheckReport:
     """Group GEMM: a list with one tensor per group, each compared as above."""
     if not isinstance(received, (list, tuple)):

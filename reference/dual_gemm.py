@@ -44,10 +44,10 @@ def generate_input(m: int, n: int, k: int, l: int, seed: int, values: str = "con
     def scale_pair(mn):
         ref = draw_scales((l, mn, sf_k)).permute(1, 2, 0)
         fill = torch.zeros(mma_layout_shape(l, mn, sf_k), dtype=torch.float8_e4m3fn, device=device)
-        return ref.cpu(), reordered_scales(ref, fill)
+        return ref.clone(), reordered_scales(ref, fill)
 
     (sfa, sfa_p), (sfb1, sfb1_p), (sfb2, sfb2_p) = (scale_pair(mn) for mn in (m, n, n))
-    return (a, b1, b2, sfa.to(device), sfb1.to(device), sfb2.to(device), sfa_p, sfb1_p, sfb2_p, c)
+    return (a, b1, b2, sfa, sfb1, sfb2, sfa_p, sfb1_p, sfb2_p, c)
 
 
 @torch.no_grad()

@@ -41,11 +41,11 @@ def generate_input(m: int, k: int, l: int, seed: int, values: str = "contest", d
     def scale_pair(mn):
         ref = draw_scales((l, mn, sf_k)).permute(1, 2, 0)
         reordered = reordered_scales(ref, draw_scales(mma_layout_shape(l, mn, sf_k)))
-        return ref.cpu(), reordered
+        return ref.clone(), reordered
 
-    sfa_cpu, sfa_permuted = scale_pair(m)
-    sfb_cpu, sfb_permuted = scale_pair(B_ROWS)
-    return (a, b, sfa_cpu.to(device), sfb_cpu.to(device), sfa_permuted, sfb_permuted, c)
+    sfa, sfa_permuted = scale_pair(m)
+    sfb, sfb_permuted = scale_pair(B_ROWS)
+    return (a, b, sfa, sfb, sfa_permuted, sfb_permuted, c)
 
 
 @torch.no_grad()

@@ -4,6 +4,8 @@ NVFP4 packs two e2m1 values per byte, the element with the lower K index in the 
 Each run of 16 consecutive K elements shares one float8 e4m3 scale. Decoding here is exact:
 every e2m1 value times every e4m3 value is representable in fp32 (and in fp16).
 """
+import functools
+
 import torch
 
 SF_VEC = 16  # K elements per scale factor
@@ -24,12 +26,17 @@ def as_bytes(t: torch.Tensor) -> torch.Tensor:
     return t.view(torch.uint8)
 
 
+@functools.cache
+def byte_pairs(device: torch.device) -> torch.Tensor:
+    """[256, 2] float32: the two e2m1 values of each byte (low nibble first), built once per device."""
+    return torch.tensor([[E2M1_VALUES[byte & 0x0F], E2M1_VALUES[byte >> 4]] for byte in range(256)],
+                        dtype=torch.float32, device=device)
+
+
 def decode_e2m1(packed: torch.Tensor) -> torch.Tensor:
     """[..., k/2] packed e2m1 pairs -> [..., k] float32 values: one lookup per byte in a table of value pairs."""
     codes = as_bytes(packed)
-    pairs = torch.tensor([[E2M1_VALUES[byte & 0x0F], E2M1_VALUES[byte >> 4]] for byte in range(256)],
-                         dtype=torch.float32, device=codes.device)
-    return pairs[codes.int()].flatten(-2)
+    return byte_pairs(codes.device)[codes.int()].flatten(-2)
 
 
 def decode_e4m3(scales: torch.Tensor) -> torch.Tensor:

@@ -2,12 +2,16 @@
 # One device call: the evaluator's GPU path end to end, each result written under $OUT as it comes. STEPS picks
 # what runs, in this order (default: redteam template best v0 default):
 #   redteam  the red-team and sandbox tests as CI runs them, four at a time while the best versions build, then
-#            alone (their verdicts rest on the witness) the forged-report attacks and the honest control
+#            alone (their verdicts rest on the witness) the forged-report attacks and the honest control; with
+#            REDTEAM_K set, only the red-team tests it selects (pytest -k)
 #   template the FP4 _scaled_mm template's one line
 #   best     each best version's benchmark under arena and contest timing, back to back (fidelity)
 #   v0       every v0's tests
 #   default  the first best version in the default modes (test, then benchmark: both workers start at once), to set
 #            against its benchmark-only run's wall time
+#   arena    each given version's benchmark under the default timing alone (a wall-time row per version)
+#   profile  the first given version's benchmark with the evaluator under cProfile (profile.txt: the calls that
+#            took the most time, cumulative) and the evaluator's imports (-X importtime, the slowest in profile.txt)
 #   gap      scripts/gemv_gap_probe.py: gemv v12 arena, arena with the contest's clear, contest (gemv_gap.md)
 #   sweep    every lineage version of each task in SWEEP_TASKS (default: all four) in benchmark mode, builds first
 #            (run.py sweep), each task's summary in results.tgz (sweep_<task>.json), within SWEEP_SECONDS each (default 600)
@@ -50,7 +54,10 @@ has() { [[ "$STEPS" == *" $1 "* ]]; }
 python3 -m harness.sweep.builds "${BEST[@]}" >> "$OUT/build.log" 2>&1 &
 BUILD=$!
 
-if has redteam; then
+if [ -n "${REDTEAM_K:-}" ]; then
+  python3 -m pytest -q -m slow tests/test_redteam.py -k "$REDTEAM_K" >> "$OUT/redteam.log" 2>&1
+  echo "$(date +%T) redteam -k $REDTEAM_K rc=$?" >> "$OUT/log.txt"
+elif has redteam; then
   ALONE="forge_report or intermittent_forge"
   python3 -m pytest -q -n 4 -m slow tests/test_redteam.py tests/test_sandbox.py -k "not ($ALONE) and not honest_v0" \
     >> "$OUT/redteam.log" 2>&1
@@ -70,6 +77,24 @@ if has best; then
     one "$task $version benchmark arena" 150 --task "$task" --submission "$version" --mode benchmark
     one "$task $version benchmark contest" 150 --task "$task" --submission "$version" --mode benchmark --timing contest
   done
+fi
+if has arena; then
+  for spec in "${BEST[@]}"; do
+    one "${spec%%:*} ${spec#*:} benchmark arena" 150 --task "${spec%%:*}" --submission "${spec#*:}" --mode benchmark
+  done
+fi
+if has profile; then
+  spec=${BEST[0]}
+  python3 -X importtime -c "import run" 2> /tmp/importtime.txt
+  { echo "## the evaluator's imports, slowest 15 (us, cumulative)"; sort -t'|' -k2 -n /tmp/importtime.txt | tail -15
+    timeout 300 python3 -m cProfile -o /tmp/evaluator.prof run.py --task "${spec%%:*}" --submission "${spec#*:}" \
+      --mode benchmark --json > /dev/null 2>> "$OUT/log.txt"
+    echo "## ${spec%%:*} ${spec#*:} benchmark under cProfile (rc $?), cumulative"
+    python3 -c "import pstats; pstats.Stats('/tmp/evaluator.prof').sort_stats('cumulative').print_stats(60)"
+    echo "## the same, own time"
+    python3 -c "import pstats; pstats.Stats('/tmp/evaluator.prof').sort_stats('tottime').print_stats(30)"
+  } >> "$OUT/profile.txt" 2>&1
+  echo "$(date +%T) profile done" >> "$OUT/log.txt"
 fi
 if has v0; then
   for task in gemv gemm dual_gemm group_gemm; do

@@ -55,3 +55,16 @@ def test_group_gemm_counts_outputs_and_checks_each():
     report = mod.check(data, wrong)
     assert not report.ok and "group 1" in report.message and report.first[0][0] == (5, 3, 0)
     assert "list" in mod.check(data, ref[0]).message
+
+
+def test_all_agree_answers_for_many_pairs_at_once_what_compare_answers_for_each():
+    from reference.checker import all_agree, compare
+    _, _, ref = gemm_case()
+    edge = ref.clone()
+    edge[0, 0, 0] += (1e-3 + 1e-3 * ref[0, 0, 0].abs()) * 0.5
+    nan, off = ref.clone(), ref.clone()
+    nan[1, 1, 0] = float("nan")
+    off[3, 7, 0] += 5
+    for received in (ref.clone(), edge, nan, off, ref.float(), ref[:, :32], None):
+        assert all_agree([(ref.clone(), ref), (received, ref)]) == compare(received, ref).ok
+    assert all_agree([])

@@ -242,3 +242,26 @@ def test_the_worker_main_threads_wait_is_credited_less_what_its_own_threads_ran(
                      default_priority=False)
     assert idle.credit_ns(before) == 0  # a main thread put to SCHED_IDLE or a positive nice waits by its own choice
     assert WorkerCpu.read(os.getpid()).main_run_ns > 0
+
+
+def test_a_warm_up_times_one_draw_throughout_and_a_recorded_job_a_fresh_draw_per_sample():
+    from dataclasses import replace
+
+    from harness.evaluator.evaluation import Evaluation
+    from harness.evaluator.session import build_jobs
+    from harness.rules import StopRule
+    warm, timed = build_jobs("gemm", "benchmark", "smoke")[:2]
+    evaluation = Evaluation("gemm", str(ROOT / "submissions" / "gemm" / "v0.py"), 120, confined=False)
+    drawn = []
+    generate = evaluation.generate
+    evaluation.generate = lambda job, seed, values=None: drawn.append(seed) or generate(job, seed, values)
+    try:
+        for job in (warm, timed):
+            drawn.clear()
+            result = evaluation.benchmark(replace(job, stop=StopRule(max_runs=4, min_runs=4)))
+            assert result.status == "pass" and len(result.samples_ns) == 4
+            n = len(job.seeds)
+            assert len(drawn) == n + 1 + n * (4 if job.record else 1)  # correctness pass, general values, samples
+            assert len(set(drawn[n + 1:])) == len(drawn) - n - 1  # every timed draw has a seed of its own
+    finally:
+        evaluation.close()

@@ -1,7 +1,8 @@
 """One worker and everything the evaluator keeps beside it: the jobs of a run, judged here.
 
 Per job the evaluator generates the inputs itself (the contest's generate_input; public seeds for the test cases
-and a benchmark's correctness pass, keyed seeds for every timed call), keeps a private copy of each and its
+and a benchmark's correctness pass, keyed seeds for every timed call of a recorded job; an unrecorded warm-up
+times one draw throughout, as the contest's loop times one set of inputs), keeps a private copy of each and its
 reference output, writes the inputs into slots the worker maps (harness.evaluator.slots), and after every call or
 sample copies the outputs back, checks every one of them, checks every input against its private copy, looks for
 processes the worker left running and weighs the reported time against its own clock (harness.evaluator.witness).
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from reference import get_task
+from reference.checker import all_agree
 
 from .. import device as devices
 from ..layout import flatten, output_buffers
@@ -110,7 +112,7 @@ class Phases:
     """Where the evaluator's time went, in ns per phase: `sample` is the timed protocol the contest's loop also runs
     (inputs written, L2 flushed, the worker's calls, outputs copied back) and `calls` the untimed correctness calls;
     the rest is what the defences add: `draw` and `reference` (fresh inputs and their reference for every timed
-    call), `check` (every output, every input, stray processes, the witness), and the worker's confined start
+    call of a recorded job), `check` (every output, every input, stray processes, the witness), and the worker's confined start
     (`start`, the evaluator's own set-up meanwhile; `ready`, what is left of the worker's start-up; `calibrate`,
     `load`). A recorded job's phases include the worker's start-up if it was the worker's
     first, and any unrecorded warm-up before it."""
@@ -395,13 +397,13 @@ class Evaluation:
             self.telemetry.restart()
         while True:
             sample_number += 1
-            with phases("draw"):
-                staged = [self.slots[0].layout.stage(self.generate(job, self.seeds.seed(job.label, job.index,
-                                                                                         job.values, sample_number, i)))
-                          for i in range(n)]
-                privates = [s.data for s in staged]
-            with phases("reference"):
-                expected = [self.task.ref_kernel(p) for p in privates]
+            if job.record or sample_number == 1:  # a warm-up times one draw throughout, as the contest's loop does
+                with phases("draw"):
+                    staged = [self.slots[0].layout.stage(self.generate(job, self.seeds.seed(
+                        job.label, job.index, job.values, sample_number, i))) for i in range(n)]
+                    privates = [s.data for s in staged]
+                with phases("reference"):
+                    expected = [self.task.ref_kernel(p) for p in privates]
             counters = self.telemetry.counters() if self.telemetry else None
             with phases("sample"):
                 result = self.sample(ids, list(zip(self.slots, staged)), job.timing)
@@ -414,7 +416,8 @@ class Evaluation:
             if findings:
                 return Result("fail", f"sample {sample_number}: {findings[0]}", first_call_ns=first_ns)
             grouped = isinstance(privates[0][0], list)
-            for i, (out, ref) in enumerate(zip(result.outputs, expected)):
+            pairs = [pair for out, ref in zip(result.outputs, expected) for pair in zip(out, ref if grouped else [ref])]
+            for i, (out, ref) in enumerate([] if all_agree(pairs) else zip(result.outputs, expected)):
                 check = self.task.check_output(as_output(out, grouped), ref)
                 if not check.ok:
                     return Result("fail", f"sample {sample_number}: input {i}: {check.message}{STALE_HINT}",
