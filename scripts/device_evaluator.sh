@@ -10,8 +10,8 @@
 #   default  the first best version in the default modes (test, then benchmark: both workers start at once), to set
 #            against its benchmark-only run's wall time
 #   arena    each given version's benchmark under the default timing alone (a wall-time row per version)
-#   profile  the first given version's benchmark with the evaluator under cProfile (profile.txt: the calls that
-#            took the most time, cumulative) and the evaluator's imports (-X importtime, the slowest in profile.txt)
+#   profile  the benchmark of each version in PROFILE (default: the first given) with the evaluator under cProfile
+#            (profile.txt: the calls that took the most time) and the evaluator's imports (-X importtime, slowest)
 #   gap      scripts/gemv_gap_probe.py: gemv v12 arena, arena with the contest's clear, contest (gemv_gap.md)
 #   sweep    every lineage version of each task in SWEEP_TASKS (default: all four) in benchmark mode, builds first
 #            (run.py sweep), each task's summary in results.tgz (sweep_<task>.json), within SWEEP_SECONDS each (default 600)
@@ -84,17 +84,19 @@ if has arena; then
   done
 fi
 if has profile; then
-  spec=${BEST[0]}
   python3 -X importtime -c "import run" 2> /tmp/importtime.txt
-  { echo "## the evaluator's imports, slowest 15 (us, cumulative)"; sort -t'|' -k2 -n /tmp/importtime.txt | tail -15
-    timeout 300 python3 -m cProfile -o /tmp/evaluator.prof run.py --task "${spec%%:*}" --submission "${spec#*:}" \
+  { echo "## the evaluator's imports, slowest 15 (us, cumulative)"; sort -t'|' -k2 -n /tmp/importtime.txt | tail -15; } \
+    >> "$OUT/profile.txt"
+  for spec in ${PROFILE:-${BEST[0]}}; do
+  { NVFP4_ARENA_RESULTS=/tmp/profiled timeout 300 python3 -m cProfile -o /tmp/evaluator.prof run.py --task "${spec%%:*}" --submission "${spec#*:}" \
       --mode benchmark --json > /dev/null 2>> "$OUT/log.txt"
     echo "## ${spec%%:*} ${spec#*:} benchmark under cProfile (rc $?), cumulative"
     python3 -c "import pstats; pstats.Stats('/tmp/evaluator.prof').sort_stats('cumulative').print_stats(60)"
     echo "## the same, own time"
     python3 -c "import pstats; pstats.Stats('/tmp/evaluator.prof').sort_stats('tottime').print_stats(30)"
   } >> "$OUT/profile.txt" 2>&1
-  echo "$(date +%T) profile done" >> "$OUT/log.txt"
+  echo "$(date +%T) profile $spec done" >> "$OUT/log.txt"
+  done
 fi
 if has v0; then
   for task in gemv gemm dual_gemm group_gemm; do
