@@ -1,7 +1,8 @@
 """Portable, exact references for the four NVFP4 contest tasks, and their inputs.
 
 `get_task(name)` returns the task's module, which provides generate_input(**case, values=,
-device=), ref_kernel(data), check(data, output) -> CheckReport, check_implementation(data,
+device=, contest_stream=) (contest_stream=False: the contest's distribution from a faster bit stream where the
+contest draws on the CPU), ref_kernel(data), check(data, output) -> CheckReport, check_implementation(data,
 output) -> (ok, message) as the contest does, and flops(**case) / bytes_moved(**case).
 """
 import importlib

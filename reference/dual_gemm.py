@@ -14,11 +14,15 @@ SIGN_AND_LOW_BITS = 0b1011_1011  # keeps e2m1 values in {+-0, +-0.5, +-1, +-1.5}
 GENERAL_TARGET_STD = 8.0  # each product's spread; the output is a product of two such values
 
 
-def generate_input(m: int, n: int, k: int, l: int, seed: int, values: str = "contest", device=None):
+def generate_input(m: int, n: int, k: int, l: int, seed: int, values: str = "contest", device=None,
+                   contest_stream: bool = True):
     """The contest's inputs; on CUDA the RNG call sequence matches the contest's, bit for bit.
 
     The contest leaves the padding of the reordered scales uninitialised (torch.empty); we fill it
     with zeros so inputs are deterministic. Contest shapes have no padding.
+
+    contest_stream is for the interface every task shares: each draw here is on the device
+    already, so both streams are the contest's.
     """
     device = device or default_device()
     manual_seed(seed)

@@ -14,8 +14,13 @@ B_ROWS = 128  # b is padded to 128 rows so the contest's _scaled_mm can run
 GENERAL_TARGET_STD = 64.0
 
 
-def generate_input(m: int, k: int, l: int, seed: int, values: str = "contest", device=None):
-    """The contest's inputs; on CUDA the RNG call sequence matches the contest's, bit for bit."""
+def generate_input(m: int, k: int, l: int, seed: int, values: str = "contest", device=None,
+                   contest_stream: bool = True):
+    """The contest's inputs; on CUDA the RNG call sequence matches the contest's, bit for bit.
+
+    contest_stream is for the interface every task shares: each draw here is on the device
+    already, so both streams are the contest's.
+    """
     device = device or default_device()
     manual_seed(seed)
     if values == "contest":

@@ -130,3 +130,20 @@ def test_benchmark_seed_chains_follow_contest():
     from harness.evaluator.session import input_seeds
     assert input_seeds("gemm", 1111)[:2] == [1153, 1195] and len(input_seeds("gemm", 1111)) == 50
     assert len(input_seeds("group_gemm", 1111)) == 15 and input_seeds("gemv", 1111) == [1111]
+
+
+@pytest.mark.parametrize("values", ["contest", "general"])
+def test_group_gemms_faster_stream_keeps_the_contests_placement_layout_and_scale_values(values):
+    from reference.nvfp4 import gather_from_mma_layout
+    mod = get_task("group_gemm")
+    args = dict(m=(40, 200), n=(16, 128), k=(64, 96), g=2, seed=6, values=values)
+    contest, fast = mod.generate_input(**args), mod.generate_input(**args, contest_stream=False)
+    for ours, theirs in zip(torch.utils._pytree.tree_leaves(fast[:3]), torch.utils._pytree.tree_leaves(contest[:3])):
+        assert (ours.device, ours.dtype, ours.shape, ours.stride()) == \
+            (theirs.device, theirs.dtype, theirs.shape, theirs.stride())
+    assert all(t.device.type == "cpu" for pair in fast[1] for t in pair)
+    for (sfa, sfb), (sfa_r, sfb_r), (mi, ni, ki, _) in zip(fast[1], fast[2], fast[3]):
+        assert torch.equal(gather_from_mma_layout(sfa_r, mi, ki // 16).cpu().float(), sfa.float())
+        assert torch.equal(gather_from_mma_layout(sfb_r, ni, ki // 16).cpu().float(), sfb.float())
+        if values == "contest":
+            assert set(sfa.float().unique().tolist()) <= set(contest[1][0][0].float().unique().tolist())

@@ -56,3 +56,30 @@ def test_a_staged_input_reaches_the_slot_whole_in_one_copy_per_device(where):
     slot.write_staged(staged)
     assert slot.data[3] == 4 and slot.data[0].stride() == private[0].stride()
     assert same_bits([(slot.data[0], private[0]), (slot.data[1][0], private[1][0]), (slot.data[2], private[2])])
+
+
+@pytest.mark.parametrize("where", ["cpu", pytest.param("cuda", marks=needs_gpu)])
+def test_the_input_runs_cover_every_input_byte_and_no_output_byte(where):
+    """Group GEMM's shape of tuple: outputs between inputs on the device, scales on the CPU. A changed byte of any
+    input, or of the padding between tensors, shows in the runs; a changed output byte does not."""
+    def group(m, n):
+        return (torch.randint(0, 255, (m, 8), dtype=torch.uint8, device=where),
+                torch.randint(0, 255, (n, 8), dtype=torch.uint8, device=where),
+                torch.randn(m, n, device=where).half())
+    private = ([group(5, 3), group(7, 2)], [(torch.randn(5, 1).to(torch.float8_e4m3fn),)], [(2, 3)])
+    layout = Layout.of(private)
+    staged = layout.stage(private)
+    slot = Slot(layout)
+    slot.write_staged(staged)
+    assert same_bits(slot.input_pairs(staged))
+    outputs = [slot.data[0][0][2], slot.data[0][1][2]]
+    for out in outputs:
+        out.view(torch.uint8)[0] ^= 1
+    assert same_bits(slot.input_pairs(staged))
+    padding = layout.tensors[0]["offset"] + layout.tensors[0]["bytes"]  # the first byte after group 0's a
+    for changed in (slot.data[0][1][0].view(-1), slot.data[1][0][0].view(torch.uint8).view(-1),
+                    slot.buffers[where][padding:padding + 1]):
+        changed[0] ^= 1
+        assert not same_bits(slot.input_pairs(staged))
+        changed[0] ^= 1
+    assert same_bits(slot.input_pairs(staged))

@@ -254,7 +254,7 @@ def test_a_warm_up_times_one_draw_throughout_and_a_recorded_job_a_fresh_draw_per
     evaluation = Evaluation("gemm", str(ROOT / "submissions" / "gemm" / "v0.py"), 120, confined=False)
     drawn = []
     generate = evaluation.generate
-    evaluation.generate = lambda job, seed, values=None: drawn.append(seed) or generate(job, seed, values)
+    evaluation.generate = lambda job, seed, *args, **kw: drawn.append(seed) or generate(job, seed, *args, **kw)
     try:
         for job in (warm, timed):
             drawn.clear()

@@ -33,6 +33,7 @@ from .witness import Calibration, Witness, WorkerCpu, run_delay_ns
 
 STALE_HINT = ("\n(every earlier output was right, so the kernel may be returning outputs remembered from earlier "
               "calls: each timed call gets freshly drawn inputs)")
+MODIFIED_INPUTS = "the submission modified its input tensors (other than the output c)"
 CALIBRATION_BYTES = {"cpu": (64 << 10, 4 << 20), "cuda": (64 << 20, 512 << 20)}  # a small and a large slot
 CALIBRATION_SLOTS = 16  # slots of the third null-sample configuration
 CALIBRATION_SAMPLES = 4
@@ -297,8 +298,10 @@ class Evaluation:
         return Calibration(points)
 
     # -- jobs --------------------------------------------------------------------------------------------------
-    def generate(self, job, seed: int, values: str | None = None):
-        return self.task.generate_input(**{**job.args, "seed": seed}, values=values or job.values)
+    def generate(self, job, seed: int, values: str | None = None, contest_stream: bool = True):
+        """The job's inputs under `seed`; contest_stream=False for keyed timed inputs, which no contest run shares."""
+        return self.task.generate_input(**{**job.args, "seed": seed}, values=values or job.values,
+                                        contest_stream=contest_stream)
 
     def call(self, slots: list) -> list:
         self.worker.send("call", slots=slots)
@@ -333,7 +336,12 @@ class Evaluation:
             for theirs, ours in zip(flatten(self.slots[i].data)[1], flatten(private)[1]):
                 if id(theirs) not in outs:
                     pairs.append((theirs, ours))
-        return "" if same_bits(pairs) else "the submission modified its input tensors (other than the output c)"
+        return "" if same_bits(pairs) else MODIFIED_INPUTS
+
+    def staged_unchanged(self, staged: list, slot_ids: list) -> str:
+        """inputs_unchanged for staged inputs, compared as the few byte runs between outputs (Slot.input_pairs)."""
+        pairs = [pair for one, i in zip(staged, slot_ids) for pair in self.slots[i].input_pairs(one)]
+        return "" if same_bits(pairs) else MODIFIED_INPUTS
 
     def test(self, job) -> Result:
         started = time.perf_counter_ns()
@@ -400,7 +408,7 @@ class Evaluation:
             if job.record or sample_number == 1:  # a warm-up times one draw throughout, as the contest's loop does
                 with phases("draw"):
                     staged = [self.slots[0].layout.stage(self.generate(job, self.seeds.seed(
-                        job.label, job.index, job.values, sample_number, i))) for i in range(n)]
+                        job.label, job.index, job.values, sample_number, i), contest_stream=False)) for i in range(n)]
                     privates = [s.data for s in staged]
                 with phases("reference"):
                     expected = [self.task.ref_kernel(p) for p in privates]
@@ -422,7 +430,7 @@ class Evaluation:
                 if not check.ok:
                     return Result("fail", f"sample {sample_number}: input {i}: {check.message}{STALE_HINT}",
                                   first_call_ns=first_ns)
-            for verdict in (self.inputs_unchanged(privates, ids), self._processes()):
+            for verdict in (self.staged_unchanged(staged, ids), self._processes()):
                 if verdict:
                     return Result("fail", f"sample {sample_number}: {verdict}", first_call_ns=first_ns)
             self_check = texts(report, "self_check")

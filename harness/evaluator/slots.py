@@ -16,11 +16,11 @@ would wait on a GPU for its turn beside the worker's hold kernel.
 import io
 import mmap
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 
-from ..layout import flatten, span_bytes, dtype_name, unflatten, view
+from ..layout import dtype_name, flatten, output_buffers, span_bytes, unflatten, view
 
 ALIGN = 4096
 SEGMENT_ALIGN = 2 << 20  # torch's caching allocator rounds a large request to this
@@ -38,10 +38,12 @@ class Layout:
     structure: object
     tensors: list  # per tensor: {"device": "cpu"|"cuda", "offset", "bytes", "dtype", "shape", "stride"}
     sizes: dict  # bytes per device buffer
+    outputs: list = field(default_factory=list)  # indices into `tensors` of the output buffers
 
     @classmethod
     def of(cls, template) -> "Layout":
         structure, tensors = flatten(template)
+        output_ids = {id(t) for t in output_buffers(template)[0]}
         sizes, specs = {"cpu": 0, "cuda": 0}, []
         for t in tensors:
             where = "cuda" if t.is_cuda else "cpu"
@@ -50,7 +52,20 @@ class Layout:
             specs.append({"device": where, "offset": offset, "bytes": nbytes, "dtype": dtype_name(t.dtype),
                           "shape": list(t.shape), "stride": list(t.stride())})
             sizes[where] = -(-(offset + max(nbytes, 1)) // ALIGN) * ALIGN
-        return cls(structure, specs, sizes)
+        return cls(structure, specs, sizes, [i for i, t in enumerate(tensors) if id(t) in output_ids])
+
+    def input_runs(self) -> list[tuple[str, int, int]]:
+        """(device, start, end): the byte runs of each device buffer that hold no output, every input and the padding
+        between tensors, so that a few compares cover a slot's inputs."""
+        runs = []
+        for where, size in self.sizes.items():
+            start = 0
+            for lo, hi in sorted((t["offset"], t["offset"] + t["bytes"]) for i, t in enumerate(self.tensors)
+                                 if i in self.outputs and t["device"] == where) + [(size, size)]:
+                if lo > start:
+                    runs.append((where, start, lo))
+                start = max(start, hi)
+        return runs
 
     def to_wire(self) -> dict:
         return {"structure": self.structure, "tensors": self.tensors, "sizes": self.sizes}
@@ -122,6 +137,11 @@ class Slot:
         """Copy the evaluator's private input tuple into the slot, tensor by tensor (for an untimed call)."""
         for slotted, source in zip(self.tensors, flatten(private)[1]):
             slotted.copy_(source)
+
+    def input_pairs(self, staged: Staged) -> list:
+        """(slot bytes, staged bytes) over the layout's input runs: equal bits mean the worker changed no input."""
+        return [(self.buffers[where][start:end], staged.buffers[where][start:end])
+                for where, start, end in self.layout.input_runs()]
 
     def write_staged(self, staged: Staged) -> None:
         """Copy a staged input tuple into the slot: one copy per device."""
