@@ -17,15 +17,16 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from harness import device, results
-from harness.evaluator import runner
+from harness import results
+from harness.evaluator.supervisor import start_spares
+from harness.evaluator.watch import Watch
 from harness.protocol import RECORD_TIMINGS
-from harness.rules import DEFAULT_TIMING, MODES, RECORDED_MODES, TIMINGS
+from harness.rules import DEFAULT_TIMING, MODES, RECORDED_MODES, TIMINGS, modes_of
 from harness.submission import SubmissionError, task_from_leaderboard
-from harness.views import report
 from harness.views.tries import resolve
 from reference import TASKS
 from reference.cases import leaderboards, task_config
+
 
 err_console = Console(stderr=True)
 SHAPES = click.Choice(["auto", "contest", "smoke"])
@@ -64,7 +65,7 @@ def show_precheck(sub, console) -> list:
     return findings
 
 
-class Progress(runner.Watch):
+class Progress(Watch):
     """A status line naming the job that runs, and a line per case as it ends (the sweep reads these lines)."""
 
     def __init__(self, console, sub):
@@ -236,6 +237,11 @@ def cli(ctx, task, submission, name, mode, shapes, timeout, only, no_record, sec
         sub = resolve(submission, task, leaderboards(), name)
     except SubmissionError as exc:
         fail(str(exc))
+    if not ncu:  # the run's workers start now, and import torch while this process does (runner.run takes them)
+        start_spares(sub.task, str(sub.path), not unconfined, len(modes_of(mode)))
+    from harness import device
+    from harness.evaluator import runner
+    from harness.views import report
     if shapes == "auto":
         shapes = runner.pick_shapes(shapes)
         if shapes == "smoke":
@@ -281,6 +287,7 @@ def cli(ctx, task, submission, name, mode, shapes, timeout, only, no_record, sec
 @cli.command()
 def calibrate():
     """Measure this GPU's fp16 matmul rate, copy bandwidth and the cost of the evaluator's L2 flush."""
+    from harness import device
     if not device.has_gpu():
         fail("calibrate measures a GPU and there is none here.", code=1)
     from harness.tools.calibrate import calibrate as measure
@@ -315,6 +322,7 @@ def view_options(command):
 
 
 def emit_json(data) -> None:
+    from harness.views import report
     click.echo(report.dumps(data))
 
 
@@ -333,6 +341,7 @@ def answer(make, *args):
 @click.option("--smoke", is_flag=True, help="Runs on the smoke shapes (CPU) instead of the contest's benchmarks.")
 def list_versions(task, gpu, timing, as_json, smoke):
     """The lineage ranked by the median over each version's runs: runs, spread, geomean, ×SOL, ×parent."""
+    from harness.views import report
     from harness.views.lineage import lineage_table, plural
     view = answer(lineage_table, task, gpu, timing, "smoke" if smoke else "benchmarks")
     if as_json:
@@ -363,6 +372,8 @@ def list_versions(task, gpu, timing, as_json, smoke):
 @click.argument("names", nargs=-1)
 def diff(task, all_versions, gpu, timing, as_json, smoke, measure, rounds, shapes, names):
     """Per shape, from stored runs: mean and median µs (median over runs), ×parent, ×v0, ×SOL, host µs."""
+    from harness.evaluator import runner
+    from harness.views import report
     from harness.views.lineage import lineage_table, per_shape_table, per_shape_table_found, plural
     kind = "smoke" if smoke else "benchmarks"
     if all_versions:
@@ -396,6 +407,8 @@ def measuring(what: str, rounds: int, failed: str, measure):
 
 def diff_measured(task, names, shapes, rounds, as_json, timing) -> int:
     """diff --measure: interleaved rounds, then each version against the first, per shape and geomean."""
+    from harness import device
+    from harness.views import report
     import pandas as pd
 
     from harness.views.remeasure import measured_diff
@@ -471,6 +484,8 @@ def choose_best(task, shapes, timing, candidates, rounds, console):
 @click.option("--json", "as_json", is_flag=True, help="Print the entry (and the --best decision) as JSON on stdout.")
 def submit(file, task, submission, best, candidates, rounds, timing, shapes, remote, secret_seed, as_json):
     """Leaderboard mode on one file; on success, a local leaderboard entry and a contest-ready file."""
+    from harness.evaluator import runner
+    from harness.views import report
     from harness.views import standings
     if file and submission:
         fail("give the submission once: as the argument or as --submission.")
@@ -521,6 +536,7 @@ def submit(file, task, submission, best, candidates, rounds, timing, shapes, rem
 def plot(task, gpu, timing, as_json, smoke, out_dir):
     """PNG charts (geomean and time per shape per version, and a roofline of the fastest version) in the
     git-ignored results/local/plots/; file names carry the task, GPU, timing method and shape set."""
+    from harness.views import report
     from harness.views.plots import plot as make
     folder = out_dir or results.results_dir() / results.LOCAL / "plots"
     paths = answer(make, task, folder, gpu, timing, "smoke" if smoke else "benchmarks")
@@ -535,6 +551,7 @@ def plot(task, gpu, timing, as_json, smoke, out_dir):
 @view_options
 def leaderboard_cmd(task, gpu, timing, as_json):
     """Local standings per task and GPU, ranked by geomean, with the best so far over time."""
+    from harness.views import report
     from harness.views.standings import standings
     board = answer(standings, task, gpu, timing)
     if as_json:
@@ -550,6 +567,7 @@ def leaderboard_cmd(task, gpu, timing, as_json):
               help="Folder for the pages (default: the git-ignored results/local/report/).")
 def report_page(gpu, timing, as_json, out_dir):
     """One static HTML page per GPU: standings, each lineage's table and charts, per-shape ×SOL and host-bound flags."""
+    from harness.views import report
     from harness.views.webpage import build
     pages = answer(build, out_dir or results.results_dir() / results.LOCAL / "report", gpu, timing)
     if as_json:
@@ -564,6 +582,7 @@ def report_page(gpu, timing, as_json, out_dir):
 def merge(source):
     """Add the records of another machine's results folder (or a .tgz of one) to results/, once each
     (a CPU's records to the git-ignored results/local/)."""
+    from harness.views import report
     from harness.views.lineage import plural
     try:
         added = results.merge_from(source, results.results_dir())
@@ -594,6 +613,8 @@ def merge(source):
 def sweep(tasks, versions, mode, gpus, cpu_lanes, ray_address, shapes, timing, case_timeout, job_timeout, as_json):
     """Run many versions at once, one lane per GPU (or on a Ray cluster): a shared queue, records
     appended by this process alone, lost jobs retried on another lane, a summary at the end."""
+    from harness import device
+    from harness.views import report
     from harness.sweep import lanes as sw
     from harness.sweep.builds import before_timing, say
     chosen = TASKS if "all" in tasks else list(dict.fromkeys(tasks))

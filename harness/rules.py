@@ -26,6 +26,11 @@ TIMEOUT_S = {"test": 180.0, "benchmark": 180.0, "leaderboard": 300.0, "profile":
 IMPOSSIBLE_FRACTION = 0.9  # a mean under this share of the datasheet SOL is refused as impossible
 
 
+def modes_of(mode: str | None) -> tuple[str, ...]:
+    """The modes a run goes through: the one named, or DEFAULT_MODES in turn."""
+    return (mode,) if mode else DEFAULT_MODES
+
+
 @dataclass(frozen=True)
 class StopRule:
     """The contest's loop: at most max_runs samples; from the third sample on, once 100 ms have

@@ -138,3 +138,12 @@ def test_popcorn_cli_conventions(tmp_path, results_dir):
     listed = subprocess.run([sys.executable, str(ROOT / "run.py"), "list", "--leaderboard", "nvfp4_gemv"],
                             capture_output=True, text=True, timeout=120, cwd=ROOT, env=committed)
     assert listed.returncode == 0 and "gemv lineage" in listed.stdout
+
+
+def test_the_command_line_imports_no_torch_before_a_run_has_started_its_workers():
+    """run.py's own imports are torch-free: a run starts its workers first, and they import torch while the
+    evaluator does (harness.evaluator.supervisor.start_spares)."""
+    probe = "import sys, run; print(sorted(m for m in ('torch', 'numpy', 'pandas') if m in sys.modules))"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

@@ -3,17 +3,16 @@ the shape set `auto` stands for on this machine, and the modes in turn (test, th
 test passes, unless one mode is named), each a session whose records go to this device's records folder.
 What a person sees on the way is the command line's: it passes a Watch."""
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from .. import device, results
-from ..protocol import Job
-from ..rules import DEFAULT_MODES, DEFAULT_TIMING
+from ..rules import DEFAULT_TIMING, modes_of
 from ..submission import Submission
 from .session import RunSummary, build_jobs, execute
 from .supervisor import drop_spares, start_spares
+from .watch import Watch
 
 
 def pick_shapes(shapes: str) -> str:
@@ -26,7 +25,7 @@ class RunOptions:
     """What a command asks of a run of one file."""
 
     submission: Submission
-    mode: str | None = None  # None: DEFAULT_MODES in turn
+    mode: str | None = None  # None: rules.DEFAULT_MODES in turn
     shapes: str = "contest"  # contest or smoke (pick_shapes turns auto into one of them)
     timeout_s: float | None = None  # one case's limit; None: its mode's (rules.TIMEOUT_S)
     record: bool = True  # append the records to this device's records folder
@@ -38,26 +37,11 @@ class RunOptions:
 
     @property
     def modes(self) -> tuple[str, ...]:
-        return (self.mode,) if self.mode else DEFAULT_MODES
+        return modes_of(self.mode)
 
     def record_file(self) -> Path | None:
         """Where this run's records are appended: <this device's records folder>/<task>.jsonl, or None."""
         return results.records_dir(device.name()) / f"{self.submission.task}.jsonl" if self.record else None
-
-
-class Watch:
-    """What a run shows as it goes; this one shows nothing (the command line's shows a status line and a line
-    per record)."""
-
-    def mode(self, mode: str) -> AbstractContextManager:
-        """Entered while one mode's jobs run."""
-        return nullcontext()
-
-    def job_started(self, mode: str, job: Job) -> None:
-        """A job of the mode (a warm-up or a case) starts."""
-
-    def recorded(self, record: dict) -> None:
-        """A case ended in this record."""
 
 
 def run(options: RunOptions, watch: Watch = Watch()) -> Iterator[RunSummary]:

@@ -169,6 +169,7 @@ class WorkerProcess:
                    "--flag", str(flag_fd), "--parent", str(os.getpid()),
                    *[f"--writable={w}" for w in writable], *([] if confined else ["--unconfined"]), "--",
                    str(path)]
+        self.ready = False  # said "ready": it reads the channel, so it can be asked to leave
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, pass_fds=(theirs.fileno(), flag_fd),
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         start_new_session=True)
@@ -184,6 +185,7 @@ class WorkerProcess:
         """The worker's "ready": its interpreter, torch and CUDA context up, confined; its sandbox and the hold's
         timeout as it reported them."""
         ready = self.expect(("ready",), time.monotonic() + self.timeout_s + STARTUP_GRACE_S)
+        self.ready = True
         self.sandbox = str(ready.get("sandbox", "none: unreported"))
         self.clear_ns = ready.get("clear_ns") if isinstance(ready.get("clear_ns"), (int, float)) else None
 
@@ -258,11 +260,12 @@ class WorkerProcess:
         return _death_message(code) + (f"\nlast output:\n{tail}" if tail else "")
 
     def stop(self):
-        """Ask the worker to leave, then kill it, its process group and every process it left behind."""
+        """Ask the worker to leave (one that never said ready reads nothing yet), then kill it, its process group and
+        every process it left behind."""
         if self not in _LIVE:
             return
         _LIVE.discard(self)
-        if self.process.poll() is None:
+        if self.ready and self.process.poll() is None:
             try:
                 channel.send(self.fd, "stop")
                 self.process.wait(2)
