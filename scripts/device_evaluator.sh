@@ -13,6 +13,8 @@
 #   profile  the benchmark of each version in PROFILE (default: the first given) with the evaluator under cProfile
 #            (profile.txt: the calls that took the most time) and the evaluator's imports (-X importtime, slowest)
 #   gap      scripts/gemv_gap_probe.py: gemv v12 arena, arena with the contest's clear, contest (gemv_gap.md)
+#   stream   scripts/gemv_stream_probe.py: gemv v12 timed in-process after a clear or a flush, with and without
+#            an idle gap or a hold between it and the start event (gemv_stream.md)
 #   sweep    every lineage version of each task in SWEEP_TASKS (default: all four) in benchmark mode, builds first
 #            (run.py sweep), each task's summary in results.tgz (sweep_<task>.json), within SWEEP_SECONDS each (default 600)
 # Usage on the device (with landlockpy's wheel carried in .whl/):
@@ -110,6 +112,10 @@ fi
 if has gap; then
   timeout 300 python3 scripts/gemv_gap_probe.py --rounds 2 > "$OUT/gemv_gap.md" 2>> "$OUT/log.txt"
   echo "$(date +%T) gemv gap probe rc=$?" >> "$OUT/log.txt"
+fi
+if has stream; then
+  timeout 300 python3 scripts/gemv_stream_probe.py > "$OUT/gemv_stream.md" 2>> "$OUT/log.txt"
+  echo "$(date +%T) gemv stream probe rc=$?" >> "$OUT/log.txt"
 fi
 if has sweep; then
   for task in ${SWEEP_TASKS:-gemv gemm dual_gemm group_gemm}; do
