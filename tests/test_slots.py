@@ -83,3 +83,25 @@ def test_the_input_runs_cover_every_input_byte_and_no_output_byte(where):
         assert not same_bits(slot.input_pairs(staged))
         changed[0] ^= 1
     assert same_bits(slot.input_pairs(staged))
+
+
+def test_a_write_into_the_padding_is_named_apart_from_a_changed_input():
+    from types import SimpleNamespace
+
+    from harness.evaluator.evaluation import MODIFIED_INPUTS, WROTE_PADDING, Evaluation
+    private = (torch.randint(0, 255, (5, 8), dtype=torch.uint8), torch.randn(3, 2).half())
+    layout = Layout.of(private)
+    staged, slot = layout.stage(private), Slot(layout)
+    slot.write_staged(staged)
+    evaluation = SimpleNamespace(slots=[slot])
+    evaluation.inputs_unchanged = lambda privates, ids: Evaluation.inputs_unchanged(evaluation, privates, ids)
+
+    def verdict():
+        return Evaluation.staged_unchanged(evaluation, [staged], [0])
+    padding = layout.tensors[0]["offset"] + layout.tensors[0]["bytes"]
+    assert verdict() == ""
+    slot.buffers["cpu"][padding] ^= 1
+    assert verdict() == WROTE_PADDING
+    slot.buffers["cpu"][padding] ^= 1
+    slot.data[0][0, 0] ^= 1
+    assert verdict() == MODIFIED_INPUTS

@@ -244,7 +244,7 @@ def test_the_worker_main_threads_wait_is_credited_less_what_its_own_threads_ran(
     assert WorkerCpu.read(os.getpid()).main_run_ns > 0
 
 
-def test_a_warm_up_times_one_draw_throughout_and_a_recorded_job_a_fresh_draw_per_sample():
+def test_a_warm_up_times_one_draw_throughout_and_no_two_timed_draws_share_a_seed():
     from dataclasses import replace
 
     from harness.evaluator.evaluation import Evaluation
@@ -252,16 +252,17 @@ def test_a_warm_up_times_one_draw_throughout_and_a_recorded_job_a_fresh_draw_per
     from harness.rules import StopRule
     warm, timed = build_jobs("gemm", "benchmark", "smoke")[:2]
     evaluation = Evaluation("gemm", str(ROOT / "submissions" / "gemm" / "v0.py"), 120, confined=False)
-    drawn = []
+    drawn, timed_seeds = [], []
     generate = evaluation.generate
     evaluation.generate = lambda job, seed, *args, **kw: drawn.append(seed) or generate(job, seed, *args, **kw)
     try:
-        for job in (warm, timed):
+        for job in (warm, timed, timed):  # the shape's warm-up, its recorded job, and that job again
             drawn.clear()
             result = evaluation.benchmark(replace(job, stop=StopRule(max_runs=4, min_runs=4)))
             assert result.status == "pass" and len(result.samples_ns) == 4
             n = len(job.seeds)
             assert len(drawn) == n + 1 + n * (4 if job.record else 1)  # correctness pass, general values, samples
-            assert len(set(drawn[n + 1:])) == len(drawn) - n - 1  # every timed draw has a seed of its own
+            timed_seeds += drawn[n + 1:]
+        assert len(set(timed_seeds)) == len(timed_seeds)  # no timed input is drawn twice, within a job or across
     finally:
         evaluation.close()

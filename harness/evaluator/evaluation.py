@@ -34,6 +34,7 @@ from .witness import Calibration, Witness, WorkerCpu, run_delay_ns
 STALE_HINT = ("\n(every earlier output was right, so the kernel may be returning outputs remembered from earlier "
               "calls: each timed call gets freshly drawn inputs)")
 MODIFIED_INPUTS = "the submission modified its input tensors (other than the output c)"
+WROTE_PADDING = "the submission wrote outside its tensors (into the padding between its inputs and outputs)"
 CALIBRATION_BYTES = {"cpu": (64 << 10, 4 << 20), "cuda": (64 << 20, 512 << 20)}  # a small and a large slot
 CALIBRATION_SLOTS = 16  # slots of the third null-sample configuration
 CALIBRATION_SAMPLES = 4
@@ -165,6 +166,8 @@ class Evaluation:
         self.slots = []
         self.worker = None
         self.unreported = Phases()  # reported by the first recorded job this worker serves
+        self.jobs = 0  # jobs started: part of every timed seed, so that no two jobs (a warm-up and its shape's
+        # recorded job, or one version's rounds under diff --measure) time the same inputs
         try:
             with self.unreported("start"):  # the evaluator's own set-up, while the worker starts
                 self.worker = take_spare(task, path, timeout_s, confined) or WorkerProcess(task, path, timeout_s,
@@ -211,6 +214,7 @@ class Evaluation:
         """The job's deadline set; the phases it adds to. A recorded job reports what no record has yet: the
         worker's start-up if this is its first, and any unrecorded warm-up before it."""
         self.job_deadline = time.monotonic() + self.timeout_s
+        self.jobs += 1
         phases = self.unreported
         if job.record:
             self.unreported = Phases()
@@ -339,9 +343,12 @@ class Evaluation:
         return "" if same_bits(pairs) else MODIFIED_INPUTS
 
     def staged_unchanged(self, staged: list, slot_ids: list) -> str:
-        """inputs_unchanged for staged inputs, compared as the few byte runs between outputs (Slot.input_pairs)."""
+        """inputs_unchanged for staged inputs, compared as the few byte runs between outputs (Slot.input_pairs),
+        which cover the padding between tensors too: a change found there is named tensor by tensor."""
         pairs = [pair for one, i in zip(staged, slot_ids) for pair in self.slots[i].input_pairs(one)]
-        return "" if same_bits(pairs) else MODIFIED_INPUTS
+        if same_bits(pairs):
+            return ""
+        return self.inputs_unchanged([one.data for one in staged], slot_ids) or WROTE_PADDING
 
     def test(self, job) -> Result:
         started = time.perf_counter_ns()
@@ -408,7 +415,8 @@ class Evaluation:
             if job.record or sample_number == 1:  # a warm-up times one draw throughout, as the contest's loop does
                 with phases("draw"):
                     staged = [self.slots[0].layout.stage(self.generate(job, self.seeds.seed(
-                        job.label, job.index, job.values, sample_number, i), contest_stream=False)) for i in range(n)]
+                        self.jobs, job.label, job.index, job.values, sample_number, i), contest_stream=False))
+                              for i in range(n)]
                     privates = [s.data for s in staged]
                 with phases("reference"):
                     expected = [self.task.ref_kernel(p) for p in privates]
@@ -428,7 +436,8 @@ class Evaluation:
             for i, (out, ref) in enumerate([] if all_agree(pairs) else zip(result.outputs, expected)):
                 check = self.task.check_output(as_output(out, grouped), ref)
                 if not check.ok:
-                    return Result("fail", f"sample {sample_number}: input {i}: {check.message}{STALE_HINT}",
+                    hint = STALE_HINT if job.record else ""  # a warm-up times one draw throughout
+                    return Result("fail", f"sample {sample_number}: input {i}: {check.message}{hint}",
                                   first_call_ns=first_ns)
             for verdict in (self.staged_unchanged(staged, ids), self._processes()):
                 if verdict:

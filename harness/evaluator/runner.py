@@ -48,11 +48,12 @@ def run(options: RunOptions, watch: Watch = Watch()) -> Iterator[RunSummary]:
     """The options' modes in turn, each one's summary as it ends; after a mode in which not every case passed,
     the modes left are not run. Every mode's worker starts at once (spares, harness.evaluator.supervisor): a test
     mode often ends within a second of its worker's start-up, too soon for the benchmark's worker to come up after
-    it. ValueError: no case has an index of `only`."""
+    it (run.py starts them sooner still, before it imports torch). ValueError: no case has an index of `only`;
+    the workers started for the run are stopped."""
     sub = options.submission
-    for mode in options.modes:  # a case index that no mode has stops the run before any worker starts
-        build_jobs(sub.task, mode, options.shapes, only=options.only)
     try:
+        for mode in options.modes:  # a case index that no mode has stops the run before a mode starts
+            build_jobs(sub.task, mode, options.shapes, only=options.only)
         start_spares(sub.task, str(sub.path), options.confined, len(options.modes))
         for mode in options.modes:
             with watch.mode(mode):
