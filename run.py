@@ -354,6 +354,9 @@ def list_versions(task, gpu, timing, as_json, smoke):
             out.print(f"{row['version']} has no runs here: its last run on {view.scope.gpu} ({f['mode']} mode, "
                       f"{f['when']}) ended {f['status']}: {f['message']}", style="yellow", highlight=False,
                       markup=False)
+        elif row["other_timings"]:
+            out.print(f"{row['version']} has no {view.scope.timing}-timed run on {view.scope.gpu}, only "
+                      f"{row['other_timings']} (--timing shows them)", style="dim", highlight=False, markup=False)
     best = view.table.dropna(subset=["geomean µs"]).sort_values("rank").iloc[0]
     out.print(f"fastest by stored runs: {best['version']} ({plural(int(best['runs']), 'run')}). Stored runs only "
               f"nominate: `submit --best` measures the top candidates again, interleaved, before it picks one.",

@@ -104,6 +104,18 @@ def test_list_says_why_a_version_has_no_runs(results_dir):
     assert all(r["last_failure"] is None for r in lineage_table("gemv").as_json()["rows"])
 
 
+def test_list_names_the_other_timings_of_a_version_without_runs_in_scope(results_dir):
+    store(results_dir, run("gemv", "v0", "a", [400] * 3) + run("gemv", "v1", "b", [100] * 3, timing="legacy")
+          + run("gemv", "v1", "c", [100] * 3, timing="contest") + run("gemv", "v2", "d", [90] * 3, timing="legacy",
+                                                                    gpu="NVIDIA H100 80GB HBM3"))
+    rows = {r["version"]: r for r in lineage_table("gemv").as_json()["rows"]}
+    assert rows["v1"]["other_timings"] in ("legacy (1 run), contest (1 run)", "contest (1 run), legacy (1 run)")
+    assert rows["v0"]["other_timings"] is None and rows["v2"]["other_timings"] is None  # in scope; another GPU's
+    out = cli("list", "--task", "gemv")
+    assert out.returncode == 0, out.stderr
+    assert "v1 has no arena-timed run on NVIDIA H200, only" in flat(out.stdout)
+
+
 def test_views_compare_one_timing_method_and_name_the_others(results_dir):
     store(results_dir, run("gemv", "v0", "a", [400] * 3, timing="legacy") + run("gemv", "v1", "b", [100] * 3,
                                                                               timing="legacy"))

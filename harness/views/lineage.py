@@ -252,18 +252,27 @@ def last_failures(task: str, gpu: str, names: list[str]) -> dict:
             for name, r in newest.items() if r.get("status") not in ("pass", "skipped")}
 
 
+def other_timings(every: pd.DataFrame, scope: Scope, names: list[str]) -> dict:
+    """Per version named: its runs on this GPU timed another way, as run_counts words ('legacy (3 runs)'), where
+    it has any: why a version that still runs has no runs in scope."""
+    here = every[(every["gpu"] == scope.gpu) & (every["timing"] != scope.timing) & every["version"].isin(names)]
+    return {name: run_counts(runs, "timing") for name, runs in here.groupby("version")}
+
+
 def lineage_table(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMING,
                   kind: str = "benchmarks") -> View:
     """Every lineage version, then every other try with runs (a version's earlier contents after it, a
     name's tries newest first): parent, idea, runs, geomean, the spread of its runs, rank, ×SOL and
     ×parent (against the parent's current content, or its newest try with runs here, as named); for a version
-    without runs whose last run on this GPU did not pass, that run (last_failures)."""
+    without runs whose last run on this GPU did not pass, that run (last_failures), and its runs there timed
+    another way (other_timings)."""
     scope, df = scoped(task, gpu, timing, kind)
     score = scores(scope, df)
     rank = {s.version: i + 1 for i, s in enumerate(ranked(scope, df))}
     every = benchmark_records(task, kind)
     lineage = {v.name: v for v in versions(task)}
     failures = last_failures(task, scope.gpu, [name for name in lineage if name not in score])
+    elsewhere = other_timings(every, scope, [name for name in lineage if name not in score])
     rows = []
     for name in tries.order([*lineage, *score], list(lineage), every):
         v = lineage.get(tries.name_of(name, every))
@@ -276,7 +285,7 @@ def lineage_table(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMIN
                      "spread_pct": 100 * s.spread if s and s.spread is not None else None,
                      "sol_multiple": s.geomean_ns / s.sol_ns if s and s.sol_ns else None,
                      "speedup_vs_parent": p.geomean_ns / s.geomean_ns if s and p else None,
-                     "last_failure": failures.get(name)})
+                     "last_failure": failures.get(name), "other_timings": elsewhere.get(name)})
     table = pd.DataFrame([{"rank": r["rank"], "version": r["version"], "parent": r["parent"] or "-", "idea": r["idea"],
                            "runs": r["runs"], "geomean µs": us(r["geomean_ns"]), "spread %": r["spread_pct"],
                            "×SOL": r["sol_multiple"], "×parent": r["speedup_vs_parent"]} for r in rows])
