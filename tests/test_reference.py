@@ -11,12 +11,12 @@ from tests.brute_force import gemm64
 
 
 def raw(t: torch.Tensor) -> np.ndarray:
-    return t.contiguous().view(torch.uint8).numpy()
+    return t.contiguous().view(torch.uint8).cpu().numpy()
 
 
 def close_to_fp16_of(out: torch.Tensor, exact: np.ndarray):
     expected = torch.from_numpy(exact).to(torch.float16).float()
-    diff = (out.float() - expected).abs()
+    diff = (out.float().cpu() - expected).abs()
     assert bool((diff <= 1e-3 + 1e-3 * expected.abs()).all()), float(diff.max())
 
 
@@ -116,7 +116,7 @@ def test_general_values_cover_all_codes_and_fractional_scales(task):
         codes = raw(t)
         nibbles |= set(np.unique(codes & 15)) | set(np.unique(codes >> 4))
     assert nibbles == set(range(16))
-    scales = torch.cat([t.float().flatten() for t in leaves if t.dtype == torch.float8_e4m3fn])
+    scales = torch.cat([t.float().flatten().cpu() for t in leaves if t.dtype == torch.float8_e4m3fn])
     assert float(scales.min()) > 0
     mantissas = {math.frexp(v)[0] for v in scales.unique().tolist()}
     assert len(mantissas) >= 6  # not powers of two
