@@ -600,7 +600,9 @@ def merge(source):
 @cli.command()
 @click.option("--task", "--leaderboard", "tasks", multiple=True, required=True, type=TaskName(("all",)),
               help="Lineage to sweep (repeatable), or all of them.")
-@click.option("--versions", default="all", show_default=True, help="all, a range v0..v26, a list v3,v5,v9, paths of files, or a mix.")
+@click.option("--versions", default="all", show_default=True,
+              help="all, a range v0..v26, a list v3,v5,v9, paths of files, or a mix; missing: the versions without a "
+                   "complete benchmark run with this timing on this GPU.")
 @click.option("--mode", type=click.Choice([*RECORDED_MODES, "auto"]), default="benchmark",
               show_default=True, help="auto: test, then benchmark if every test passes (run.py's default).")
 @click.option("--gpus", help="GPUs to use, one lane each: all (default) or numbers such as 0,1.")
@@ -617,12 +619,22 @@ def sweep(tasks, versions, mode, gpus, cpu_lanes, ray_address, shapes, timing, c
     """Run many versions at once, one lane per GPU (or on a Ray cluster): a shared queue, records
     appended by this process alone, lost jobs retried on another lane, a summary at the end."""
     from harness import device
-    from harness.views import report
+    from harness.evaluator.runner import pick_shapes
     from harness.sweep import lanes as sw
     from harness.sweep.builds import before_timing, say
+    from harness.views import report
     chosen = TASKS if "all" in tasks else list(dict.fromkeys(tasks))
+    kind = "benchmarks" if pick_shapes(shapes) == "contest" else "smoke"
+    missing_in = (device.name(), timing, kind) if mode == "benchmark" else None
     try:
-        jobs = sw.make_jobs((t, v) for t in chosen for v in sw.parse_versions(t, versions))
+        jobs = sw.make_jobs((t, v) for t in chosen for v in sw.parse_versions(t, versions, missing_in))
+        if not jobs:  # only where every version named was 'missing' and none is
+            report.console(stderr=as_json).print(f"nothing is missing: every version of {', '.join(chosen)} has a "
+                                                 f"complete {timing}-timed {kind} run on {device.name()}",
+                                                 highlight=False)
+            if as_json:
+                emit_json({**sw.SweepResult().as_json(), "passed": True})
+            sys.exit(0)
         options = sw.Options(mode, shapes, timing, case_timeout, job_timeout)
         lanes, events = sw.backend(jobs, options, gpus, cpu_lanes, ray_address)
         out = report.console(stderr=as_json)

@@ -15,7 +15,8 @@
 #   gap      scripts/gemv_gap_probe.py: gemv v12 arena, arena with the contest's clear, contest (gemv_gap.md)
 #   stream   scripts/gemv_stream_probe.py: gemv v12 timed in-process after a clear or a flush, with and without
 #            an idle gap or a hold between it and the start event (gemv_stream.md)
-#   sweep    every lineage version of each task in SWEEP_TASKS (default: all four) in benchmark mode, builds first
+#   sweep    the SWEEP_VERSIONS (default all; missing: those without a complete run on this GPU, against a copy of
+#            the stored records) of each task in SWEEP_TASKS (default: all four) in benchmark mode, builds first
 #            (run.py sweep), each task's summary in results.tgz (sweep_<task>.json), within SWEEP_SECONDS each (default 600)
 # Usage on the device (with landlockpy's wheel carried in .whl/):
 #   NVFP4_ARENA_COMMIT=<hash> [STEPS="redteam best v0"] bash scripts/device_evaluator.sh [task:version ...]
@@ -120,9 +121,12 @@ if has stream; then
   echo "$(date +%T) gemv stream probe rc=$?" >> "$OUT/log.txt"
 fi
 if has sweep; then
+  if [[ "${SWEEP_VERSIONS:-all}" == *missing* ]]; then  # `run.py merge` takes the copies back as known records
+    for f in results/*.jsonl; do cat "$f" >> "$NVFP4_ARENA_RESULTS/${f##*/}"; done
+  fi
   for task in ${SWEEP_TASKS:-gemv gemm dual_gemm group_gemm}; do
-    timeout "${SWEEP_SECONDS:-600}" python3 run.py sweep --task "$task" --mode benchmark --json \
-      > "$OUT/results/sweep_$task.json" 2>> "$OUT/log.txt"
+    timeout "${SWEEP_SECONDS:-600}" python3 run.py sweep --task "$task" --versions "${SWEEP_VERSIONS:-all}" \
+      --mode benchmark --json > "$OUT/results/sweep_$task.json" 2>> "$OUT/log.txt"
     echo "$(date +%T) sweep $task rc=$?" >> "$OUT/log.txt"
   done
 fi

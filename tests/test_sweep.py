@@ -260,3 +260,19 @@ def test_ray_tasks_take_one_gpu_each_and_the_driver_records_once(local_ray, resu
     recs = lines(results_dir)
     assert sorted(r["status"] for r in recs) == sorted(["crash"] + ["skipped"] * 3 + ["pass"] * 12)  # last try's, once
     assert {r["run_id"] for r in recs} == {a.records[0]["run_id"] for a in result.outcomes}
+
+
+def test_missing_picks_the_versions_without_a_complete_run_in_the_scope(results_dir):
+    from fixtures_views import H200, run, store
+
+    from harness.views.lineage import versions
+    every = [v.name for v in versions("gemv")]
+    scope = (H200, "arena", "benchmarks")
+    assert sw.parse_versions("gemv", "missing", scope) == every  # nothing stored: every version
+    store(results_dir, run("gemv", "v0", "a", [400] * 3) + run("gemv", "v2", "b", [90] * 3)
+          + run("gemv", "v1", "c", [100] * 3, timing="legacy") + run("gemv", "v3", "d", [80] * 2))  # v3 incomplete
+    missing = sw.parse_versions("gemv", "missing", scope)
+    assert missing == [v for v in every if v not in ("v0", "v2")]
+    assert sw.parse_versions("gemv", "v0,missing", scope)[:2] == ["v0", "v1"]
+    with pytest.raises(sw.SweepError, match="needs --mode benchmark"):
+        sw.parse_versions("gemv", "missing")

@@ -32,6 +32,7 @@ from .. import device, results
 from ..paths import ROOT
 from ..protocol import NEEDS_GPU, brief
 from ..rules import DEFAULT_TIMING
+from ..views.lineage import unmeasured
 from ..views.lineage import versions as lineage_versions
 
 MAX_ATTEMPTS = 2
@@ -128,9 +129,10 @@ class Retired:
     why: str
 
 
-def parse_versions(task: str, spec: str) -> list[str]:
+def parse_versions(task: str, spec: str, missing_in: tuple | None = None) -> list[str]:
     """'all', 'v0..v26', 'v3,v5,v9', paths of submission files, or a mix ('v0..v3,v7,my_kernel.py') -> the
-    versions and files, in order, once each."""
+    versions and files, in order, once each. 'missing': the versions without a complete run in the scope
+    missing_in = (gpu, timing, kind) (harness.views.lineage.unmeasured), possibly none."""
     known = [v.name for v in lineage_versions(task)]
     if not known:
         raise SweepError(f"{task} has no lineage versions under submissions/{task}/.")
@@ -139,10 +141,15 @@ def parse_versions(task: str, spec: str) -> list[str]:
         if name not in known:
             raise SweepError(f"{task} has no version {name}; its versions: {', '.join(known)}.")
         return name
-    chosen = []
-    for item in (part.strip() for part in spec.split(",")):
+    chosen, items = [], [part.strip() for part in spec.split(",")]
+    for item in items:
         if item == "all":
             chosen += known
+        elif item == "missing":
+            if missing_in is None:
+                raise SweepError("'missing' picks the versions without a complete benchmark run on this GPU: it "
+                                 "needs --mode benchmark.")
+            chosen += unmeasured(task, *missing_in)
         elif m := RANGE.match(item):
             lo, hi = known.index(check(m.group(1))), known.index(check(m.group(2)))
             if lo > hi:
@@ -154,8 +161,8 @@ def parse_versions(task: str, spec: str) -> list[str]:
             chosen.append(str(Path(item).resolve()))
         elif item:
             chosen.append(check(item))
-    if not chosen:
-        raise SweepError(f"no versions in {spec!r}; give e.g. all, v0..v3 or v3,v5.")
+    if not chosen and "missing" not in items:
+        raise SweepError(f"no versions in {spec!r}; give e.g. all, v0..v3, v3,v5 or missing.")
     return list(dict.fromkeys(chosen))
 
 

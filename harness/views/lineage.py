@@ -252,6 +252,18 @@ def last_failures(task: str, gpu: str, names: list[str]) -> dict:
             for name, r in newest.items() if r.get("status") not in ("pass", "skipped")}
 
 
+def unmeasured(task: str, gpu: str, timing: str = DEFAULT_TIMING, kind: str = "benchmarks") -> list[str]:
+    """Lineage versions, as their files are now, without a complete `timing`-timed run of `kind` on `gpu`: what a
+    sweep has left to measure there (`run.py sweep --versions missing`)."""
+    names = [v.name for v in versions(task)]
+    try:
+        scope, df = scoped(task, gpu, timing, kind)
+    except ViewError:  # no run at all in that scope
+        return names
+    measured = scores(scope, df)
+    return [name for name in names if name not in measured]
+
+
 def other_timings(every: pd.DataFrame, scope: Scope, names: list[str]) -> dict:
     """Per version named: its runs on this GPU timed another way, as run_counts words ('legacy (3 runs)'), where
     it has any: why a version that still runs has no runs in scope."""
