@@ -114,10 +114,10 @@ class Phases:
     """Where the evaluator's time went, in ns per phase: `sample` is the timed protocol the contest's loop also runs
     (inputs written, L2 flushed, the worker's calls, outputs copied back) and `calls` the untimed correctness calls;
     the rest is what the defences add: `draw` and `reference` (fresh inputs and their reference for every timed
-    call of a recorded job), `check` (every output, every input, stray processes, the witness), and the worker's confined start
-    (`start`, the evaluator's own set-up meanwhile; `ready`, what is left of the worker's start-up; `calibrate`,
-    `load`). A recorded job's phases include the worker's start-up if it was the worker's
-    first, and any unrecorded warm-up before it."""
+    call of a recorded job), `check` (every output, every input, stray processes, the witness), and the worker's
+    confined start (`start`, the evaluator's own set-up meanwhile; `ready`, what is left of the worker's start-up;
+    `calibrate`, `load`). A recorded job's phases include the worker's start-up if it was the worker's first, and
+    any unrecorded warm-up before it."""
 
     ns: dict = field(default_factory=dict)
 
