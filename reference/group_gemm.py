@@ -23,8 +23,8 @@ def generate_input(m, n, k, g: int, seed: int, values: str = "contest", device=N
     the contest; values, c and the padding of the reordered scales by the device's. With
     contest_stream=False sfa/sfb are drawn by the device's generator and then copied to the CPU:
     the same distribution and placement from another bit stream, without the CPU generator's
-    ~30 ms per input of the largest shape (the evaluator's keyed timed inputs, which no contest
-    run shares).
+    cost, which was most of a group GEMM benchmark's wall time (the evaluator's keyed timed
+    inputs, which no contest run shares).
     """
     device = device or default_device()
     if not (len(m) == len(n) == len(k) == g):
