@@ -25,7 +25,7 @@ from harness.rules import DEFAULT_TIMING, MODES, RECORDED_MODES, TIMINGS, modes_
 from harness.submission import SubmissionError, task_from_leaderboard
 from harness.views.tries import resolve
 from reference import TASKS
-from reference.cases import leaderboards, task_config
+from reference.cases import leaderboards, task_config, timed_kind
 
 
 err_console = Console(stderr=True)
@@ -624,20 +624,19 @@ def sweep(tasks, versions, mode, gpus, cpu_lanes, ray_address, shapes, timing, c
     from harness.sweep.builds import before_timing, say
     from harness.views import report
     chosen = TASKS if "all" in tasks else list(dict.fromkeys(tasks))
-    kind = "benchmarks" if pick_shapes(shapes) == "contest" else "smoke"
+    kind = timed_kind(pick_shapes(shapes))
     missing_in = (device.name(), timing, kind) if mode == "benchmark" else None
+    out = report.console(stderr=as_json)
     try:
         jobs = sw.make_jobs((t, v) for t in chosen for v in sw.parse_versions(t, versions, missing_in))
         if not jobs:  # only where every version named was 'missing' and none is
-            report.console(stderr=as_json).print(f"nothing is missing: every version of {', '.join(chosen)} has a "
-                                                 f"complete {timing}-timed {kind} run on {device.name()}",
-                                                 highlight=False)
+            out.print(f"nothing is missing: every version of {', '.join(chosen)} has a complete {timing}-timed "
+                      f"{kind} run on {device.name()}", highlight=False)
             if as_json:
                 emit_json({**sw.SweepResult().as_json(), "passed": True})
             sys.exit(0)
         options = sw.Options(mode, shapes, timing, case_timeout, job_timeout)
         lanes, events = sw.backend(jobs, options, gpus, cpu_lanes, ray_address)
-        out = report.console(stderr=as_json)
         where = f"Ray at {ray_address}" if ray_address else f"{len(lanes)} lane(s): {', '.join(l.name for l in lanes)}"
         out.print(f"sweep: {len(jobs)} job(s), {mode} mode, on {where}", highlight=False)
         if not ray_address:  # on a Ray cluster each job builds where it runs

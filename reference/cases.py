@@ -61,6 +61,11 @@ def leaderboards() -> dict:
     return {task: cfg["leaderboard"] for task, cfg in load()["tasks"].items()}
 
 
+def timed_kind(shapes: str) -> str:
+    """The case kind a shape set times: the contest's benchmarks for "contest", the smoke cases for "smoke"."""
+    return "benchmarks" if shapes == "contest" else "smoke"
+
+
 def cases(task: str, kind: str) -> list[Case]:
     if kind not in KINDS:
         raise KeyError(f"unknown case kind {kind!r}; one of {', '.join(KINDS)}")

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reference import get_task
-from reference.cases import Case, cases
+from reference.cases import Case, cases, timed_kind
 
 from .. import results, sol, sources
 from ..device import describe, has_gpu
@@ -40,7 +40,7 @@ def build_jobs(task: str, mode: str, shapes: str, secret_seed: int | None = None
             raise ValueError(f"no {kind} case has index {sorted(only)}; {task} has {len(cases(task, kind))} of them")
         return chosen
     tests = pick("tests" if shapes == "contest" else "smoke") if mode == "test" else []
-    benches = pick("benchmarks" if shapes == "contest" else "smoke") if mode != "test" else []
+    benches = pick(timed_kind(shapes)) if mode != "test" else []
     contest = task_rules(task).eval
     gpu = has_gpu()
     rules = replace(contest, **{name: for_device(getattr(contest, name), gpu) for name in

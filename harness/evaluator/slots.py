@@ -13,6 +13,7 @@ tensor (the untimed calls, made once every write has ended). A timed sample's in
 that inside the witness each slot takes one copy per device (`write_staged()`), not one per tensor, each of which
 would wait on a GPU for its turn beside the worker's hold kernel.
 """
+import functools
 import io
 import mmap
 import os
@@ -54,9 +55,10 @@ class Layout:
             sizes[where] = -(-(offset + max(nbytes, 1)) // ALIGN) * ALIGN
         return cls(structure, specs, sizes, [i for i, t in enumerate(tensors) if id(t) in output_ids])
 
+    @functools.cached_property
     def input_runs(self) -> list[tuple[str, int, int]]:
         """(device, start, end): the byte runs of each device buffer that hold no output, every input and the padding
-        between tensors, so that a few compares cover a slot's inputs."""
+        between tensors, so that a few compares cover a slot's inputs; worked out once per layout."""
         runs = []
         for where, size in self.sizes.items():
             start = 0
@@ -141,7 +143,7 @@ class Slot:
     def input_pairs(self, staged: Staged) -> list:
         """(slot bytes, staged bytes) over the layout's input runs: equal bits mean the worker changed no input."""
         return [(self.buffers[where][start:end], staged.buffers[where][start:end])
-                for where, start, end in self.layout.input_runs()]
+                for where, start, end in self.layout.input_runs]
 
     def write_staged(self, staged: Staged) -> None:
         """Copy a staged input tuple into the slot: one copy per device."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from reference.cases import Case, cases
+from reference.cases import Case, cases, timed_kind
 
 from .. import device, results
 from ..paths import ROOT
@@ -93,7 +93,7 @@ def profiling(options: "RunOptions") -> Profiling:
                            "torch.profiler.")
     if not device.has_gpu():
         raise ProfileError("--ncu needs a GPU.")
-    kind = "benchmarks" if options.shapes == "contest" else "smoke"
+    kind = timed_kind(options.shapes)
     out_dir = results.results_dir() / "profiles"
     out_dir.mkdir(parents=True, exist_ok=True)
     chosen = [c for c in cases(options.submission.task, kind) if not options.only or c.index in options.only]

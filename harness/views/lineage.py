@@ -283,8 +283,8 @@ def lineage_table(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMIN
     rank = {s.version: i + 1 for i, s in enumerate(ranked(scope, df))}
     every = benchmark_records(task, kind)
     lineage = {v.name: v for v in versions(task)}
-    failures = last_failures(task, scope.gpu, [name for name in lineage if name not in score])
-    elsewhere = other_timings(every, scope, [name for name in lineage if name not in score])
+    unscored = [name for name in lineage if name not in score]
+    failures, elsewhere = last_failures(task, scope.gpu, unscored), other_timings(every, scope, unscored)
     rows = []
     for name in tries.order([*lineage, *score], list(lineage), every):
         v = lineage.get(tries.name_of(name, every))

@@ -4,7 +4,7 @@ cannot settle a question: `diff --measure` sets each version against the first, 
 measurement decide among them (harness.views.best)."""
 from dataclasses import dataclass
 
-from reference.cases import cases, leaderboards
+from reference.cases import cases, leaderboards, timed_kind
 
 from .. import device
 from ..evaluator import session
@@ -37,7 +37,7 @@ def measured_diff(task: str, names: list[str], shapes: str, rounds: int, timing:
     for i, s in enumerate(subs):
         s.version = f"{shown[i]}#{i}" if shown.count(shown[i]) > 1 else shown[i]
     pooled = measure(subs, shapes, rounds, timing, on_round, on_build)
-    labels = [case.label for case in cases(task, "benchmarks" if shapes == "contest" else "smoke")]
+    labels = [case.label for case in cases(task, timed_kind(shapes))]
     return paired_comparison(pooled, labels)
 
 
@@ -52,7 +52,7 @@ class Nomination:
 def nominate(task: str, shapes: str, timing: str, count: int) -> Nomination:
     """Up to `count` lineage versions as their files are now (runs of earlier contents, vN@hash, cannot be run
     by the name), ranked by their stored runs on this device. ViewError: none has a complete run."""
-    scope, df = scoped(task, device.name(), timing, "benchmarks" if shapes == "contest" else "smoke")
+    scope, df = scoped(task, device.name(), timing, timed_kind(shapes))
     lineage = {v.name for v in versions(task)}
     top = [s.version for s in ranked(scope, df) if s.version in lineage][:count]
     if not top:
