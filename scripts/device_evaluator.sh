@@ -29,6 +29,7 @@ export PYTHONUNBUFFERED=1 NVFP4_ARENA_RESULTS="$OUT/results"
 mkdir -p "$OUT/results"
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 . scripts/device_bytecode.sh
+. scripts/device_runs.sh
 BEST=("${@:-gemm:v27 group_gemm:v34 gemv:v12 dual_gemm:v23}")
 read -r -a BEST <<< "${BEST[*]}"
 STEPS=" ${STEPS:-redteam template best v0 default} "
@@ -43,15 +44,7 @@ one() {  # one() LABEL SECONDS run.py-arguments...: appends {label, seconds, rc,
   started=$(date +%s.%N)
   timeout "$limit" python3 run.py "$@" --json > /tmp/one.json 2>> "$OUT/log.txt"
   rc=$?
-  python3 - "$label" "$started" "$rc" <<'PY' >> "$OUT/runs.jsonl"
-import json, sys, time
-label, started, rc = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
-try:
-    out = json.load(open("/tmp/one.json"))
-except ValueError:
-    out = None
-print(json.dumps({"label": label, "seconds": round(time.time() - started, 1), "rc": rc, "out": out}))
-PY
+  run_line "$label" "$started" "$rc" /tmp/one.json >> "$OUT/runs.jsonl"
   echo "$(date +%T) $label rc=$rc" >> "$OUT/log.txt"
 }
 has() { [[ "$STEPS" == *" $1 "* ]]; }

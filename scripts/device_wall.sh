@@ -6,6 +6,7 @@
 # Appends to $OUT/wall.jsonl one line per run, in runs.jsonl's format (label "<task> <version> <tree>"), for
 # scripts/wall_share.py; records go to /tmp, never to results/.
 set -u
+. scripts/device_runs.sh
 older=$1; shift
 run_in() {  # run_in TREE LABEL TASK VERSION
   local started rc
@@ -13,15 +14,7 @@ run_in() {  # run_in TREE LABEL TASK VERSION
   (cd "$1" && NVFP4_ARENA_RESULTS=/tmp/wall_records timeout 200 python3 run.py --task "$3" --submission "$4" \
     --mode benchmark --json > /tmp/wall.json 2>> "$OUT/log.txt")
   rc=$?
-  python3 - "$3 $4 $2" "$started" "$rc" <<'PY' >> "$OUT/wall.jsonl"
-import json, sys, time
-label, started, rc = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
-try:
-    out = json.load(open("/tmp/wall.json"))
-except ValueError:
-    out = None
-print(json.dumps({"label": label, "seconds": round(time.time() - started, 1), "rc": rc, "out": out}))
-PY
+  run_line "$3 $4 $2" "$started" "$rc" /tmp/wall.json >> "$OUT/wall.jsonl"
   echo "$(date +%T) wall $3 $4 $2 rc=$rc" >> "$OUT/log.txt"
 }
 for round in $(seq "${ROUNDS:-2}"); do
