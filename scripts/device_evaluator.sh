@@ -20,15 +20,14 @@
 #            (run.py sweep), each task's summary in results.tgz (sweep_<task>.json), within SWEEP_SECONDS each (default 600)
 # Usage on the device (with landlockpy's wheel carried in .whl/):
 #   NVFP4_ARENA_COMMIT=<hash> [STEPS="redteam best v0"] bash scripts/device_evaluator.sh [task:version ...]
-# The device's Python keeps no bytecode caches; device_bytecode.sh compiles them first, as pip does on an install.
+# device_python.sh installs landlockpy and compiles the bytecode caches first, as pip does on an install.
 # Files in $OUT: env.txt, log.txt, runs.jsonl (one line per run: label, wall seconds, exit code, run.py's JSON),
 # redteam.log (pytest), build.log, share.md (scripts/wall_share.py over runs.jsonl), results.tgz (the records,
 # results/<task>.jsonl, for `run.py merge`; runs.jsonl holds them too, as they come).
 set -u
 export PYTHONUNBUFFERED=1 NVFP4_ARENA_RESULTS="$OUT/results"
 mkdir -p "$OUT/results"
-python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
-. scripts/device_bytecode.sh
+. scripts/device_python.sh
 . scripts/device_runs.sh
 BEST=("${@:-gemm:v27 group_gemm:v34 gemv:v12 dual_gemm:v23}")
 read -r -a BEST <<< "${BEST[*]}"

@@ -1,7 +1,0 @@
-# Sourced by the device-run scripts: the bytecode caches of the device's Python, compiled once per machine. The
-# device runs Python with PYTHONDONTWRITEBYTECODE=1 and ships its site-packages without caches, so every process
-# compiled torch's modules again (2.1-2.7 s each, results/h100/cheap_answers_2026-11-26/NOTES.md); an install made
-# by pip compiles them, so wall times measured after this are what a participant's machine shows.
-python3 -c "import sysconfig; print('\n'.join(sorted({sysconfig.get_path(p) for p in ('stdlib', 'purelib', 'platlib')})))" \
-  | xargs python3 -m compileall -q -j 0 > /dev/null 2>&1
-echo "bytecode caches compiled" >> "$OUT/env.txt"
