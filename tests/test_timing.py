@@ -132,11 +132,17 @@ def test_witness_flags_a_forged_time_three_samples_in_a_row_and_passes_an_honest
     assert "inside a sample" in calibrated().judge(10_000.0, 0.0, 50_000.0, 0.0, 0.0)
 
 
-def test_witness_catches_forgeries_spread_over_a_few_samples():
-    """One sample far over the margin is a verdict; so are flagged samples beyond a quarter of them, never in a
-    row."""
+def test_witness_discards_one_sample_far_over_and_judges_a_second():
+    """One sample far over the margin is thrown away with its time; a second one in the job is a verdict."""
     hard = calibrated()
-    assert "one sample over" in hard.judge(*honest_sample(hard, 4 * margin(hard)))
+    assert hard.judge(*honest_sample(hard, 4 * margin(hard))) == "" and hard.discard_last
+    assert hard.judge(*honest_sample(hard)) == "" and not hard.discard_last
+    assert "a second sample over" in hard.judge(*honest_sample(hard, 4 * margin(hard)))
+    assert hard.summary()["witness_discarded"] == 2
+
+
+def test_witness_catches_forgeries_spread_over_a_few_samples():
+    """Flagged samples beyond a quarter of them are a verdict, never in a row."""
     spread = calibrated()
     for n in range(30):  # every third sample two margins over: never three in a row, a third of them flagged
         assert spread.judge(*honest_sample(spread, 2 * margin(spread) if n % 3 == 0 else 0.0)) == ""
@@ -148,7 +154,8 @@ def test_witness_leaves_out_time_spent_waiting_for_a_cpu():
     loaded, busy = calibrated(), calibrated()
     witness, _, region, own, copies = honest_sample(loaded, 2_000_000.0)
     assert all(loaded.judge(witness, 2_000_000.0, region, own, copies) == "" for _ in range(10))
-    assert "clock saw" in busy.judge(witness, 0.0, region, own, copies)
+    verdicts = [busy.judge(witness, 0.0, region, own, copies) for _ in range(2)]
+    assert verdicts[0] == "" and busy.discard_last and "clock saw" in verdicts[1]
 
 
 def test_contest_rules_per_evaluation_file():

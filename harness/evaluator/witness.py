@@ -12,10 +12,13 @@ slots): its median and its largest deviation (the spread).
 A sample's excess is W less the reported calls, the evaluator's timed work, the worker's copies and the
 calibrated remainder. Its margin: SPREAD_MULTIPLE spreads (at least MIN_MARGIN_NS, per device kind), plus
 OVERHEAD_FRACTION of the timed work and copies, whose own noise grows with them. Over the margin a sample is
-flagged; the first sample of a job is not judged (fresh slots fault their pages in). A verdict: one sample over
-HARD_MULTIPLE margins, three flagged samples in a row, more than MAX_FLAGGED_SHARE of the samples flagged, or a
-median excess over the median margin, however few samples were judged (a job may stop after three). So a forger
-who hides time in a few samples must keep each under a few margins, and in most samples under one.
+flagged; the first sample of a job is not judged (fresh slots fault their pages in). A sample over HARD_MULTIPLE
+margins is discarded: its time is not kept, and the evaluator takes another (an honest H200 run once saw a 6 ms
+stall in one sample that no wait explained). A verdict: a second sample over HARD_MULTIPLE margins in a job, three
+flagged samples in a row, more than MAX_FLAGGED_SHARE of the samples flagged, or a median excess over the median
+margin, however few samples were judged (a job may stop after three). So a forger who hides time in a few samples
+must keep each under a few margins, and in most samples under one; a single forged sample far over is thrown
+away with its number.
 
 W leaves out the time the evaluator's thread spent waiting for a CPU while runnable (Linux schedstat's run
 delay) between its writes and its copies (its waits inside them are in its timed work already), and the worker
@@ -39,7 +42,7 @@ MIN_MARGIN_NS = {"cuda": 100_000.0, "cpu": 1_000_000.0}  # host noise of two pro
 SPREAD_MULTIPLE = 4.0  # times the calibration's largest deviation from its median
 OVERHEAD_FRACTION = 0.25  # of the evaluator's timed work and the worker's copies in a sample
 IN_A_ROW = 3
-HARD_MULTIPLE = 3.0  # one sample this many margins over is a verdict on its own
+HARD_MULTIPLE = 3.0  # a sample this many margins over is discarded; a second one in a job is a verdict
 MAX_FLAGGED_SHARE = 0.25  # of the samples, flagged ones beyond this share (and at least IN_A_ROW) are a verdict
 
 
@@ -119,6 +122,8 @@ class Witness:
     flagged_in_a_row: int = 0
     flagged: int = 0
     seen: int = 0
+    discarded: int = 0  # samples over HARD_MULTIPLE margins
+    discard_last: bool = False  # the last judged sample is not to be kept
     excess_ns: list = field(default_factory=list)
     margins_ns: list = field(default_factory=list)
 
@@ -138,6 +143,7 @@ class Witness:
             return (f"the worker reported {region_total_ns / 1e3:.1f} µs of calls inside a sample the evaluator's "
                     f"clock saw last {witness_ns / 1e3:.1f} µs")
         self.seen += 1
+        self.discard_last = False
         if self.seen == 1:
             return ""
         excess = witness_ns - waited_ns - region_total_ns - own_ns - copies_ns - self.remainder_ns
@@ -150,7 +156,10 @@ class Witness:
         self.flagged += 1
         self.flagged_in_a_row += 1
         if excess > HARD_MULTIPLE * margin:
-            return self.message(excess, margin, f"one sample over {HARD_MULTIPLE:g} margins")
+            self.discarded += 1
+            self.discard_last = True
+            if self.discarded > 1:
+                return self.message(excess, margin, f"a second sample over {HARD_MULTIPLE:g} margins")
         if self.flagged_in_a_row < IN_A_ROW:
             return ""
         return self.message(excess, margin, f"{IN_A_ROW} samples in a row")
@@ -174,8 +183,9 @@ class Witness:
 
     def summary(self) -> dict:
         """The median and largest excess (how close honest samples come to the margin: the data to set it by),
-        the median margin, the calibrated remainder and its spread."""
+        the median margin, the calibrated remainder and its spread, and how many samples were discarded."""
         return {"witness_excess_median_ns": statistics.median(self.excess_ns) if self.excess_ns else None,
                 "witness_excess_max_ns": max(self.excess_ns) if self.excess_ns else None,
                 "witness_margin_ns": statistics.median(self.margins_ns) if self.margins_ns else self.floor_ns,
-                "witness_remainder_ns": self.remainder_ns, "witness_spread_ns": self.spread_ns}
+                "witness_remainder_ns": self.remainder_ns, "witness_spread_ns": self.spread_ns,
+                "witness_discarded": self.discarded}
