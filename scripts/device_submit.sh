@@ -20,7 +20,7 @@ started=$(date +%s)
     echo "=== submit $task --best --candidates ${CANDIDATES:-2} --rounds ${ROUNDS:-5}"
     started=$(date +%s)
     timeout "${TASK_SECONDS:-400}" python3 run.py submit --task "$task" --best --candidates "${CANDIDATES:-2}" \
-      --rounds "${ROUNDS:-5}" 2>&1 | grep -v "^│ .*│ pass" | tail -n 25
+      --rounds "${ROUNDS:-5}" 2>&1 | grep -v "^│ .*│ pass" | tail -n 45
     echo "=== $task: rc ${PIPESTATUS[0]}, $(( $(date +%s) - started )) s"
   done
   python3 run.py leaderboard 2>&1
