@@ -190,7 +190,7 @@ def test_views(stored, args, name):
 def test_diff_measure_with_one_round_has_an_open_interval(results_dir, monkeypatch):
     import harness.evaluator.session
 
-    def measured(subs, shapes, rounds, on_round=None, timing="arena"):
+    def measured(subs, shapes, rounds, on_round=None, timing="arena", on_fail=None):
         return {s.version: {0: [200.0 * (k + 1)] * rounds, 1: [300.0] * rounds} for k, s in enumerate(subs)}
     monkeypatch.setattr(harness.evaluator.session, "measure_interleaved", measured)
     code, out = invoke("diff", "--task", "gemv", "--measure", "--rounds", "1", "--shapes", "smoke", "v0", "v1")

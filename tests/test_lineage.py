@@ -185,6 +185,22 @@ def test_measure_interleaves_versions_each_in_a_worker_of_its_own(tmp_path, monk
         assert per_shape and all(len(means) == 2 for means in per_shape.values())
 
 
+@pytest.mark.slow
+def test_measure_goes_on_without_a_version_that_fails_when_told_to():
+    """With on_fail, a version that fails a round is left out and the others finish their rounds; without it, the
+    failure stops the measurement."""
+    from harness.evaluator.session import measure_interleaved
+    from harness.submission import resolve
+    from reference.cases import leaderboards
+    subs = [resolve(name, "gemm", leaderboards()) for name in ("v0", str(ROOT / "tests" / "submissions" / "wrong.py"))]
+    failed = {}
+    pooled = measure_interleaved(subs, "smoke", rounds=2, on_fail=lambda v, why: failed.update({v: why}))
+    assert list(pooled) == ["v0"] and all(len(means) == 2 for means in pooled["v0"].values())
+    assert list(failed) == ["wrong"] and "round 1" in failed["wrong"] and "fail" in failed["wrong"]
+    with pytest.raises(RuntimeError, match="wrong did not pass benchmark mode in round 1"):
+        measure_interleaved(subs, "smoke", rounds=2)
+
+
 def test_every_lineage_file_names_an_earlier_parent_an_idea_and_a_measurement():
     """Each vN (N > 0) docstring: 'task vN — idea', a parent that exists and comes earlier, and H200 numbers."""
     from reference import TASKS

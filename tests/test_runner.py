@@ -114,7 +114,7 @@ def test_measured_diff_sets_each_version_against_the_first(monkeypatch):
     """A file named twice is still two entries; per shape and over shapes, the second against the first."""
     asked = []
 
-    def measured(subs, shapes, rounds, on_round=None, timing=DEFAULT_TIMING):
+    def measured(subs, shapes, rounds, on_round=None, timing=DEFAULT_TIMING, on_fail=None):
         asked.append(([s.version for s in subs], shapes, rounds, timing))
         return {s.version: {0: [100.0, 110.0], 1: [200.0, 220.0]} for s in subs}
     monkeypatch.setattr(session, "measure_interleaved", measured)

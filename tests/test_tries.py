@@ -147,7 +147,7 @@ def test_measure_shows_each_try_by_its_hash(results_dir, tmp_path, monkeypatch):
     second = tries.code_of(path)
     calls = []
 
-    def measured(subs, shapes, rounds, on_round=None, timing="arena"):
+    def measured(subs, shapes, rounds, on_round=None, timing="arena", on_fail=None):
         calls.append([(s.version, s.sha256, s.path.read_text()) for s in subs])
         return {s.version: {0: [200.0, 201.0], 1: [300.0, 299.0]} for s in subs}
     monkeypatch.setattr(harness.evaluator.session, "measure_interleaved", measured)

@@ -349,7 +349,7 @@ def test_submit_best_measures_the_candidates_again(results_dir, monkeypatch):
           + run("gemv", "v2", "c", [900, 900], gpu="cpu", kind="smoke"))
     calls = []
 
-    def measured(subs, shapes, rounds, on_round=None, timing="arena"):
+    def measured(subs, shapes, rounds, on_round=None, timing="arena", on_fail=None):
         calls.append(([s.version for s in subs], shapes, rounds, timing))
         return {s.version: {0: [200.0, 201.0, 199.0], 1: [300.0, 299.0, 302.0]} for s in subs}
     monkeypatch.setattr(harness.evaluator.session, "measure_interleaved", measured)
@@ -360,6 +360,37 @@ def test_submit_best_measures_the_candidates_again(results_dir, monkeypatch):
     assert "v0, v1 are tied" in flat(out.output) or "v1, v0 are tied" in flat(out.output)
     board = results.read(results_dir / "leaderboard.jsonl")
     assert [e["version"] for e in board] == ["v0"] and board[0]["timing"] == timing_of(board[0])
+
+
+def test_submit_best_leaves_out_a_candidate_that_fails_a_round(results_dir, monkeypatch):
+    """A verdict against one candidate in the re-measure leaves it out; the other is submitted, and the output and
+    the JSON decision name what was left out and why."""
+    import harness.evaluator.session
+    from run import cli as main
+    store(results_dir, run("gemv", "v1", "a", [100, 100], gpu="cpu", kind="smoke")
+          + run("gemv", "v0", "b", [400, 400], gpu="cpu", kind="smoke"))
+
+    def measured(subs, shapes, rounds, on_round=None, timing="arena", on_fail=None):
+        on_fail("v1", "did not pass benchmark mode in round 2 (case 0): tampered: sample 7: a forged time")
+        return {"v0": {0: [200.0, 201.0, 199.0], 1: [300.0, 299.0, 302.0]}}
+    monkeypatch.setattr(harness.evaluator.session, "measure_interleaved", measured)
+    out = CliRunner().invoke(main, ["submit", "--task", "gemv", "--best", "--candidates", "2", "--rounds", "3",
+                                    "--seed", "1", "--json"])
+    assert out.exit_code == 0, out.output
+    assert "v1 left out: it did not pass benchmark mode in round 2" in flat(out.output)
+    decision = json.loads(out.stdout[out.stdout.index("{"):])["decision"]
+    assert decision["winner"] == "v0" and [e["version"] for e in decision["excluded"]] == ["v1"]
+    assert [e["version"] for e in results.read(results_dir / "leaderboard.jsonl")] == ["v0"]
+
+    def all_failed(subs, shapes, rounds, on_round=None, timing="arena", on_fail=None):
+        for s in subs:
+            on_fail(s.version, "did not start: error: no module named cutlass")
+        return {}
+    monkeypatch.setattr(harness.evaluator.session, "measure_interleaved", all_failed)
+    out = CliRunner().invoke(main, ["submit", "--task", "gemv", "--best", "--candidates", "2", "--seed", "1"])
+    assert out.exit_code == 1 and "every candidate failed" in flat(out.output)
+    assert "nothing was submitted" in flat(out.output)
+    assert len(results.read(results_dir / "leaderboard.jsonl")) == 1
 
 
 def test_a_submission_file_as_the_first_argument(results_dir):

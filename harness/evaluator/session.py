@@ -212,35 +212,52 @@ def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = N
     return summary
 
 
-def measure_interleaved(subs: list, shapes: str, rounds: int, on_round=None, timing: str = DEFAULT_TIMING) -> dict:
+def measure_interleaved(subs: list, shapes: str, rounds: int, on_round=None, timing: str = DEFAULT_TIMING,
+                        on_fail=None) -> dict:
     """`diff --measure`: benchmark every version `rounds` times in turn, each in a worker of its own started
     before the first round (one file cannot reach another's kernel) and stopped (SIGSTOP) outside its turns, so
     that it takes no CPU from the version being timed; the order reversed every other round (A B C C B A ...) so
     neither drift nor going first favours a version; per version and shape index, the mean of each round:
-    {version: {index: [ns, ...]}}. The same jobs as benchmark mode; records are not written."""
+    {version: {index: [ns, ...]}}. The same jobs as benchmark mode; records are not written.
+    A version whose worker does not start or that fails a round is a RuntimeError, or with on_fail given,
+    on_fail(version, why) and the rounds go on without it (it is left out of the result)."""
     task = subs[0].task
     jobs = build_jobs(task, "benchmark", shapes, timing=timing)
     timeout_s = TIMEOUT_S["benchmark"]
     evaluations = {}
+
+    def failed(version: str, why: str):
+        if on_fail is None:
+            raise RuntimeError(f"{version} {why}")
+        on_fail(version, why)
+
     try:
         for sub in subs:
             evaluation, fatal = start_evaluation(task, str(sub.path), timeout_s, timing, True)
             if fatal:
-                raise RuntimeError(f"the worker of {sub.version} did not start: {fatal.message}")
+                failed(sub.version, f"did not start: {fatal.message}")
+                continue
             evaluations[sub.version] = evaluation
             evaluation.worker.freeze(True)
-        pooled = {s.version: {} for s in subs}
+        pooled = {version: {} for version in evaluations}
         for r in range(rounds):
             for sub in subs if r % 2 == 0 else reversed(subs):
-                evaluations[sub.version].worker.freeze(False)
+                evaluation = evaluations.get(sub.version)
+                if evaluation is None:
+                    continue
+                evaluation.worker.freeze(False)
                 for job in jobs:
-                    result = run_job(evaluations[sub.version], job)
+                    result = run_job(evaluation, job)
                     if result.status != "pass":
-                        raise RuntimeError(f"{sub.version} did not pass benchmark mode in round {r + 1} "
-                                           f"({job.label}): {result.status}: {result.message}")
+                        evaluations.pop(sub.version).close()
+                        del pooled[sub.version]
+                        failed(sub.version, f"did not pass benchmark mode in round {r + 1} ({job.label}): "
+                                            f"{result.status}: {result.message}")
+                        break
                     if job.record:
                         pooled[sub.version].setdefault(job.index, []).append(result.stats["mean"])
-                evaluations[sub.version].worker.freeze(True)
+                else:
+                    evaluation.worker.freeze(True)
                 if on_round:
                     on_round(r + 1, sub.version)
     finally:

@@ -1,8 +1,9 @@
 """Which version `submit --best` submits. Stored runs only nominate candidates; the candidates are
 then measured again, interleaved (each in a worker of its own), and the fastest wins only where its paired interval
 says so. Candidates whose interval against the fastest contains 1 are tied with it, and of a tie the
-oldest version (the simplest, fewest ideas stacked) is picked."""
-from dataclasses import dataclass
+oldest version (the simplest, fewest ideas stacked) is picked. A candidate that failed a round is left out, and
+the decision says why."""
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,6 +35,7 @@ class Decision:
     fastest: str
     rounds: int
     standings: list[Standing]
+    excluded: dict[str, str] = field(default_factory=dict)  # candidate left out -> its verdict
 
     @property
     def tied(self) -> list[str]:
@@ -46,17 +48,23 @@ class Decision:
                 "standings": [{"version": s.version, "geomean_ns": s.geomean_ns,
                                "slowdown_vs_fastest": s.vs_fastest.point, "slowdown_low": s.vs_fastest.low,
                                "slowdown_high": s.vs_fastest.high, "tied": s.tied, "verdict": s.verdict}
-                              for s in self.standings]}
+                              for s in self.standings],
+                "excluded": [{"version": v, "verdict": why} for v, why in self.excluded.items()]}
 
     def explain(self) -> str:
+        left_out = "".join(f"\n{v} left out: it {why}" for v, why in self.excluded.items())
+        if len(self.standings) == 1:
+            return f"{self.winner} is the only candidate that passed every round{left_out}"
         if len(self.tied) == 1:
-            return f"{self.winner} is faster than every other candidate (paired 95% intervals, {self.rounds} rounds)"
+            return (f"{self.winner} is faster than every other candidate (paired 95% intervals, {self.rounds} rounds)"
+                    f"{left_out}")
         return (f"{', '.join(self.tied)} are tied (each interval against {self.fastest} contains 1, "
-                f"{self.rounds} rounds): picking the oldest, {self.winner}")
+                f"{self.rounds} rounds): picking the oldest, {self.winner}{left_out}")
 
 
-def decide(pooled: dict[str, dict[int, list[float]]]) -> Decision:
-    """pooled: {version: {shape index: [mean ns per round]}} from one interleaved measurement."""
+def decide(pooled: dict[str, dict[int, list[float]]], excluded: dict[str, str] | None = None) -> Decision:
+    """pooled: {version: {shape index: [mean ns per round]}} from one interleaved measurement; excluded: the
+    candidates left out of it, with their verdicts."""
     indices = sorted(next(iter(pooled.values())))
     per_version = {v: [pooled[v][i] for i in indices] for v in pooled}
 
@@ -71,4 +79,4 @@ def decide(pooled: dict[str, dict[int, list[float]]]) -> Decision:
     standings.sort(key=lambda s: (s.vs_fastest.point, version_key(s.version)))
     winner = min((s.version for s in standings if s.tied), key=version_key)
     rounds = len(per_version[fastest][0])
-    return Decision(winner, fastest, rounds, standings)
+    return Decision(winner, fastest, rounds, standings, dict(excluded or {}))

@@ -17,13 +17,15 @@ from .compare import paired_comparison
 from .lineage import ViewError, ranked, scoped, versions
 
 
-def measure(subs: list[Submission], shapes: str, rounds: int, timing: str, on_round=None, on_build=None) -> dict:
+def measure(subs: list[Submission], shapes: str, rounds: int, timing: str, on_round=None, on_build=None,
+            on_fail=None) -> dict:
     """{version: {shape index: [ns per round]}}, every file built first on a GPU (harness.sweep.builds;
     on_build(Build) as each ends); a view of legacy records measures with the default timing.
-    RuntimeError: a version's worker did not start, or the version failed a round."""
+    RuntimeError: a version's worker did not start, or the version failed a round (with on_fail: as
+    session.measure_interleaved, that version left out)."""
     before_timing([(s.task, str(s.path)) for s in subs], on_build)
     return session.measure_interleaved(subs, shapes, rounds, on_round,
-                                       timing=timing if timing in TIMINGS else DEFAULT_TIMING)
+                                       timing=timing if timing in TIMINGS else DEFAULT_TIMING, on_fail=on_fail)
 
 
 def measured_diff(task: str, names: list[str], shapes: str, rounds: int, timing: str, on_round=None,
@@ -64,6 +66,12 @@ def nominate(task: str, shapes: str, timing: str, count: int) -> Nomination:
 def choose(task: str, nomination: Nomination, shapes: str, rounds: int, timing: str, on_round=None,
            on_build=None) -> Decision:
     """The nominated versions measured in interleaved rounds; the winner by paired intervals (harness.views.best).
-    RuntimeError: as measure."""
+    A candidate that fails a round is left out, with its verdict in the decision: the others' rounds stand.
+    RuntimeError: every candidate failed."""
     subs = [resolve(name, task, leaderboards()) for name in nomination.versions]
-    return decide(measure(subs, shapes, rounds, timing, on_round, on_build))
+    excluded = {}
+    pooled = measure(subs, shapes, rounds, timing, on_round, on_build,
+                     on_fail=lambda version, why: excluded.update({version: why}))
+    if not pooled:
+        raise RuntimeError("every candidate failed: " + "; ".join(f"{v} {why}" for v, why in excluded.items()))
+    return decide(pooled, excluded)
