@@ -682,5 +682,23 @@ def show_sweep(result, out) -> None:
                   f"kept[/]", highlight=False)
 
 
+def main():
+    """The command line, then the process ends without the interpreter's teardown of its modules: with torch
+    loaded that took 0.27 s on a CPU after every record was written and every line printed. The exit handlers
+    still run first (they stop the workers and whatever they left behind)."""
+    import atexit
+    try:
+        cli()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    cli()
+    main()

@@ -403,7 +403,7 @@ def test_a_submission_file_as_the_first_argument(results_dir):
 
 def test_pyproject_installs_the_command():
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert meta["project"]["scripts"] == {"nvfp4-arena": "run:cli"}
+    assert meta["project"]["scripts"] == {"nvfp4-arena": "run:main"}
     tool = meta["tool"]["setuptools"]
     shipped = set(tool["py-modules"]) | set(tool["packages"])
     top_level = {p.stem for p in ROOT.glob("*.py")} | {p.parent.name for p in ROOT.glob("*/__init__.py")}
