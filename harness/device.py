@@ -45,10 +45,24 @@ def nvidia_smi(query: str) -> list[str]:
     return [v.strip() for v in out.stdout.splitlines()[0].split(",")] if out.stdout.strip() else []
 
 
-def clocks() -> dict:
-    values = nvidia_smi("clocks.sm,clocks.mem,clocks.max.sm,temperature.gpu,power.draw")
-    keys = ("sm_mhz", "mem_mhz", "max_sm_mhz", "temp_c", "power_w")
-    return dict(zip(keys, values))
+CLOCK_FIELDS = {"clocks.sm": "sm_mhz", "clocks.mem": "mem_mhz", "clocks.max.sm": "max_sm_mhz",
+                "temperature.gpu": "temp_c", "power.draw": "power_w"}
+
+
+def driver_and_clocks() -> tuple[str | None, dict]:
+    """The driver's version and the GPU's clocks, temperature and power now, from one nvidia-smi call."""
+    values = nvidia_smi(",".join(["driver_version", *CLOCK_FIELDS]))
+    return (values[0] if values else None), dict(zip(CLOCK_FIELDS.values(), values[1:]))
+
+
+def package_version(name: str) -> str | None:
+    """An installed distribution's version, without importing it (importing triton took a noticeable share of
+    a run's start on a GPU machine)."""
+    from importlib import metadata
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def name() -> str:
@@ -58,17 +72,13 @@ def name() -> str:
 
 def describe() -> dict:
     """Identity and versions of the device that times; a plain dict for result records."""
-    info = {"torch": torch.__version__, "python": platform.python_version(), "host": platform.node()}
-    try:
-        import triton
-        info["triton"] = triton.__version__
-    except ImportError:
-        info["triton"] = None
+    info = {"torch": torch.__version__, "python": platform.python_version(), "host": platform.node(),
+            "triton": package_version("triton") or package_version("pytorch-triton")}
     if not has_gpu():
         info.update(name=CPU_NAME, cpu=platform.processor() or platform.machine(), threads=torch.get_num_threads())
         return info
     props = torch.cuda.get_device_properties(0)
-    smi = nvidia_smi("driver_version")
+    driver, clocks = driver_and_clocks()
     info.update(
         name=props.name,
         cc=f"{props.major}.{props.minor}",
@@ -76,8 +86,8 @@ def describe() -> dict:
         l2_bytes=getattr(props, "L2_cache_size", None),
         memory_bytes=props.total_memory,
         cuda=torch.version.cuda,
-        driver=smi[0] if smi else None,
-        clocks=clocks(),
+        driver=driver,
+        clocks=clocks,
     )
     return info
 

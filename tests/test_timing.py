@@ -273,3 +273,22 @@ def test_a_warm_up_times_one_draw_throughout_and_no_two_timed_draws_share_a_seed
         assert len(set(timed_seeds)) == len(timed_seeds)  # no timed input is drawn twice, within a job or across
     finally:
         evaluation.close()
+
+
+def test_one_nvidia_smi_call_gives_the_driver_and_the_clocks(monkeypatch):
+    """describe()'s driver and clocks come from one query; no nvidia-smi, no driver and no clocks."""
+    from harness import device
+    asked = []
+
+    def smi(query):
+        asked.append(query)
+        return ["580.159.04", "1980", "3201", "1980", "38", "127.95"]
+    monkeypatch.setattr(device, "nvidia_smi", smi)
+    driver, clocks = device.driver_and_clocks()
+    assert len(asked) == 1 and asked[0].startswith("driver_version,")
+    assert driver == "580.159.04" and clocks == {"sm_mhz": "1980", "mem_mhz": "3201", "max_sm_mhz": "1980",
+                                                 "temp_c": "38", "power_w": "127.95"}
+    monkeypatch.setattr(device, "nvidia_smi", lambda query: [])
+    assert device.driver_and_clocks() == (None, {})
+    assert device.package_version("torch") == torch.__version__
+    assert device.package_version("no-such-distribution-here") is None
