@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.evaluator.witness import IN_A_ROW, Calibration, Witness
+from harness.evaluator.witness import DISCARDED, IN_A_ROW, KEPT, WARM_UP, Calibration, Witness
 from harness.rules import task_rules
 from harness.submission import code_sha256
 from harness.worker.sample import timed_sample
@@ -98,9 +98,9 @@ def test_the_calls_are_queued_behind_the_hold_before_the_evaluator_writes_the_in
 
 
 def calibrated() -> Witness:
-    """A witness past its first sample (which is never judged)."""
+    """A witness past its first sample (which is neither judged nor kept)."""
     w = Witness(Calibration([1000.0, 1100.0, 1050.0, 1200.0, 30_000.0, 1150.0]))
-    assert w.judge(*honest_sample(w, 10 * w.margin_ns())) == "" and not w.excess_ns
+    assert w.judge(*honest_sample(w, 10 * w.margin_ns())) == "" and not w.excess_ns and w.last == WARM_UP
     return w
 
 
@@ -135,8 +135,8 @@ def test_witness_flags_a_forged_time_three_samples_in_a_row_and_passes_an_honest
 def test_witness_discards_one_sample_far_over_and_judges_a_second():
     """One sample far over the margin is thrown away with its time; a second one in the job is a verdict."""
     hard = calibrated()
-    assert hard.judge(*honest_sample(hard, 4 * margin(hard))) == "" and hard.discard_last
-    assert hard.judge(*honest_sample(hard)) == "" and not hard.discard_last
+    assert hard.judge(*honest_sample(hard, 4 * margin(hard))) == "" and hard.last == DISCARDED
+    assert hard.judge(*honest_sample(hard)) == "" and hard.last == KEPT
     assert "a second sample over" in hard.judge(*honest_sample(hard, 4 * margin(hard)))
     assert hard.summary()["witness_discarded"] == 2
 
@@ -155,7 +155,7 @@ def test_witness_leaves_out_time_spent_waiting_for_a_cpu():
     witness, _, region, own, copies = honest_sample(loaded, 2_000_000.0)
     assert all(loaded.judge(witness, 2_000_000.0, region, own, copies) == "" for _ in range(10))
     verdicts = [busy.judge(witness, 0.0, region, own, copies) for _ in range(2)]
-    assert verdicts[0] == "" and busy.discard_last and "clock saw" in verdicts[1]
+    assert verdicts[0] == "" and busy.last == DISCARDED and "clock saw" in verdicts[1]
 
 
 def test_contest_rules_per_evaluation_file():
@@ -268,7 +268,8 @@ def test_a_warm_up_times_one_draw_throughout_and_no_two_timed_draws_share_a_seed
             result = evaluation.benchmark(replace(job, stop=StopRule(max_runs=4, min_runs=4)))
             assert result.status == "pass" and len(result.samples_ns) == 4
             n = len(job.seeds)
-            assert len(drawn) == n + 1 + n * (4 if job.record else 1)  # correctness pass, general values, samples
+            # the correctness pass, the general values, the samples: a job's first one warms the slots, not kept
+            assert len(drawn) == n + 1 + n * (5 if job.record else 1)
             timed_seeds += drawn[n + 1:]
         assert len(set(timed_seeds)) == len(timed_seeds)  # no timed input is drawn twice, within a job or across
     finally:
@@ -292,3 +293,45 @@ def test_one_nvidia_smi_call_gives_the_driver_and_the_clocks(monkeypatch):
     assert device.driver_and_clocks() == (None, {})
     assert device.package_version("torch") == torch.__version__
     assert device.package_version("no-such-distribution-here") is None
+
+
+def test_a_discarded_sample_counts_as_the_slowest_kept_and_its_wall_time_not_at_all(monkeypatch):
+    """The witness discards samples 2 and 4 (as it would a stall or a forged time; sample 4 reports 1 ns): sample 2,
+    before any sample is kept, counts for nothing; sample 4 counts as the slowest kept so far; the first sample
+    warms the slots up."""
+    from dataclasses import replace
+
+    from harness.evaluator import evaluation as ev
+    from harness.evaluator.session import build_jobs
+    from harness.rules import StopRule
+    judge = Witness.judge
+
+    def judged(self, *args):
+        verdict = judge(self, *args)
+        if self.seen in (2, 4):
+            self.last = DISCARDED
+        return verdict
+    monkeypatch.setattr(ev.Witness, "judge", judged)
+    regions = []
+    number = ev.number
+
+    def reported(message, key):
+        value = number(message, key)
+        if key == "region_ns":
+            regions.append(value)
+            return 1.0 if len(regions) == 4 else value
+        return value
+    monkeypatch.setattr(ev, "number", reported)
+    timed = build_jobs("gemm", "benchmark", "smoke")[1]
+    evaluation = ev.Evaluation("gemm", str(ROOT / "submissions" / "gemm" / "v0.py"), 120, confined=False)
+    kept = []
+    done = StopRule.done
+    monkeypatch.setattr(StopRule, "done", lambda self, durations, wall_ns: kept.append(list(durations)) or
+                        done(self, durations, wall_ns))
+    try:
+        result = evaluation.benchmark(replace(timed, stop=StopRule(max_runs=4, min_runs=4)))
+    finally:
+        evaluation.close()
+    assert result.status == "pass" and len(result.samples_ns) == 4
+    assert [len(k) for k in kept] == [1, 2, 3, 4]  # samples 3, 4 (as the slowest), 5, 6; never 1 nor 2
+    assert kept[1][1] == max(kept[0])  # not 1 ns / n

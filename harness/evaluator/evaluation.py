@@ -30,7 +30,7 @@ from .seeds import SeedSource
 from .slots import Layout, Slot
 from .supervisor import Verdict, WorkerProcess, take_spare
 from .telemetry import Telemetry
-from .witness import Calibration, Witness, WorkerCpu, run_delay_ns
+from .witness import DISCARDED, WARM_UP, Calibration, Witness, WorkerCpu, run_delay_ns
 
 STALE_HINT = ("\n(every earlier output was right, so the kernel may be returning outputs remembered from earlier "
               "calls: each timed call gets freshly drawn inputs)")
@@ -411,10 +411,13 @@ class Evaluation:
         durations, host_ns, pending, early = [], [], [], 0
         rule = job.stop
         sample_number = 0
+        timing_started, discarded_ns = time.perf_counter_ns(), 0  # the rule's clock: the timed loop's, as the
+        # contest's, less the samples the witness discarded
         if self.telemetry:
             self.telemetry.restart()
         while True:
             sample_number += 1
+            iteration_started = time.perf_counter_ns()
             if job.record or sample_number == 1:  # a warm-up times one draw throughout, as the contest's loop does
                 with phases("draw"):
                     staged = [self.slots[0].layout.stage(self.generate(job, self.seeds.seed(
@@ -453,15 +456,19 @@ class Evaluation:
             if contradiction:
                 return Result("tampered", f"sample {sample_number}: {contradiction}{crowded(result)}",
                               first_call_ns=first_ns)
-            if witness.discard_last:  # far over the margin once: not kept, another sample taken
+            per_call = region / n
+            if witness.last == DISCARDED:  # far over the margin once: worth the slowest sample kept, or nothing
+                discarded_ns += time.perf_counter_ns() - iteration_started
+                per_call = max([per_call, *durations]) if durations else None
+            if witness.last == WARM_UP or per_call is None:
                 phases.ns["check"] += time.perf_counter_ns() - checked
                 continue
-            durations.append(region / n)
+            durations.append(per_call)
             host_ns.append(number(report, "host_ns") / n)
             pending.append(number(report, "pending_ns"))
             early += result.hold_released_early or report.get("hold_timed_out") is True
             phases.ns["check"] += time.perf_counter_ns() - checked
-            if rule.done(durations, time.perf_counter_ns() - started):
+            if rule.done(durations, time.perf_counter_ns() - timing_started - discarded_ns):
                 break
         contradiction = witness.judge_all()
         if contradiction:

@@ -12,13 +12,13 @@ slots): its median and its largest deviation (the spread).
 A sample's excess is W less the reported calls, the evaluator's timed work, the worker's copies and the
 calibrated remainder. Its margin: SPREAD_MULTIPLE spreads (at least MIN_MARGIN_NS, per device kind), plus
 OVERHEAD_FRACTION of the timed work and copies, whose own noise grows with them. Over the margin a sample is
-flagged; the first sample of a job is not judged (fresh slots fault their pages in). A sample over HARD_MULTIPLE
-margins is discarded: its time is not kept, and the evaluator takes another (an honest H200 run once saw a 6 ms
-stall in one sample that no wait explained). A verdict: a second sample over HARD_MULTIPLE margins in a job, three
-flagged samples in a row, more than MAX_FLAGGED_SHARE of the samples flagged, or a median excess over the median
-margin, however few samples were judged (a job may stop after three). So a forger who hides time in a few samples
-must keep each under a few margins, and in most samples under one; a single forged sample far over is thrown
-away with its number.
+flagged. The first sample of a job is neither judged (fresh slots fault their pages in) nor kept: it warms the
+slots up. A sample over HARD_MULTIPLE margins is discarded (an honest H200 run once saw a 6 ms stall in one sample
+that no wait explained): the job counts it as the slowest sample it kept so far, or not at all before it kept one,
+so that neither a forged time nor leaving out a slow sample gains anything. A verdict: a second sample over
+HARD_MULTIPLE margins in a job, three flagged samples in a row, more than MAX_FLAGGED_SHARE of the samples flagged,
+or a median excess over the median margin, however few samples were judged (a job may stop after three). So a
+forger who hides time in a few samples must keep each under a few margins, and in most samples under one.
 
 W leaves out the time the evaluator's thread spent waiting for a CPU while runnable (Linux schedstat's run
 delay) between its writes and its copies (its waits inside them are in its timed work already), and the worker
@@ -43,6 +43,7 @@ SPREAD_MULTIPLE = 4.0  # times the calibration's largest deviation from its medi
 OVERHEAD_FRACTION = 0.25  # of the evaluator's timed work and the worker's copies in a sample
 IN_A_ROW = 3
 HARD_MULTIPLE = 3.0  # a sample this many margins over is discarded; a second one in a job is a verdict
+KEPT, WARM_UP, DISCARDED = "kept", "warm-up", "discarded"  # what a job does with a judged sample's time
 MAX_FLAGGED_SHARE = 0.25  # of the samples, flagged ones beyond this share (and at least IN_A_ROW) are a verdict
 
 
@@ -123,7 +124,7 @@ class Witness:
     flagged: int = 0
     seen: int = 0
     discarded: int = 0  # samples over HARD_MULTIPLE margins
-    discard_last: bool = False  # the last judged sample is not to be kept
+    last: str = KEPT  # what to do with the last judged sample's time: KEPT, WARM_UP or DISCARDED
     excess_ns: list = field(default_factory=list)
     margins_ns: list = field(default_factory=list)
 
@@ -143,8 +144,9 @@ class Witness:
             return (f"the worker reported {region_total_ns / 1e3:.1f} µs of calls inside a sample the evaluator's "
                     f"clock saw last {witness_ns / 1e3:.1f} µs")
         self.seen += 1
-        self.discard_last = False
+        self.last = KEPT
         if self.seen == 1:
+            self.last = WARM_UP
             return ""
         excess = witness_ns - waited_ns - region_total_ns - own_ns - copies_ns - self.remainder_ns
         margin = self.margin_ns(own_ns, copies_ns)
@@ -157,7 +159,7 @@ class Witness:
         self.flagged_in_a_row += 1
         if excess > HARD_MULTIPLE * margin:
             self.discarded += 1
-            self.discard_last = True
+            self.last = DISCARDED
             if self.discarded > 1:
                 return self.message(excess, margin, f"a second sample over {HARD_MULTIPLE:g} margins")
         if self.flagged_in_a_row < IN_A_ROW:
