@@ -37,6 +37,43 @@ def live_processes_running(marker: str) -> list:
     return [p for p in found if p[1] != "Z"]
 
 
+def cgroup_available() -> bool:
+    from harness.evaluator.cgroup import WorkerCgroup
+    made = WorkerCgroup.create()
+    if made:
+        made.remove()
+    return made is not None
+
+
+FORKER = ["bash", "-c", "while true; do (sleep 30 &); done"]  # forks without pause, each child orphaned at once
+
+
+@pytest.mark.skipif(not cgroup_available(), reason="needs a writable cgroup v2 hierarchy with cgroup.kill")
+def test_a_cgroup_ends_every_process_of_a_tree_that_forks_without_pause():
+    from harness.evaluator.cgroup import WorkerCgroup
+    group = WorkerCgroup.create()
+    forker = subprocess.Popen(FORKER, start_new_session=True)
+    assert group.add(forker.pid)
+    time.sleep(0.3)
+    assert len(group.pids()) > 1  # the orphans are in it too, wherever they were re-parented
+    assert group.kill() and group.pids() == [] and forker.wait(5) == -9
+    group.remove()
+    assert not group.folder.exists()
+
+
+@pytest.mark.skipif(not cgroup_available(), reason="needs a writable cgroup v2 hierarchy with cgroup.kill")
+def test_the_cgroup_of_an_evaluator_that_is_gone_is_emptied_and_removed():
+    from harness.evaluator.cgroup import PREFIX, WorkerCgroup, own_folder, remove_stale
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    stale = WorkerCgroup(own_folder() / f"{PREFIX}{gone.pid}-0")
+    stale.folder.mkdir()
+    left = subprocess.Popen(["sleep", "30"])
+    assert stale.add(left.pid)
+    remove_stale(own_folder())
+    assert left.wait(5) == -9 and not stale.folder.exists()
+
+
 @pytest.mark.skipif(not landlock_available(), reason="needs Landlock and landlockpy")
 def test_a_worker_cannot_write_records_or_the_repository_nor_outlive_its_run(results_dir):
     results_dir.mkdir(parents=True)
@@ -45,7 +82,9 @@ def test_a_worker_cannot_write_records_or_the_repository_nor_outlive_its_run(res
                            "--mode", "test", "--case", "0", "--json"], capture_output=True, text=True, timeout=300,
                           cwd=ROOT)
     out = json.loads(proc.stdout)
-    assert out[0]["records"][0]["sandbox"].startswith("landlock"), out[0]["records"][0]["sandbox"]
+    sandbox = out[0]["records"][0]["sandbox"]
+    assert sandbox.startswith("landlock"), sandbox
+    assert sandbox.endswith("in a cgroup of their own") == (cgroup_available()), sandbox
     assert not planted.exists()
     assert not (Path(sysconfig.get_paths()["purelib"]) / "nvfp4_arena_planted.pth").exists()
     time.sleep(0.5)

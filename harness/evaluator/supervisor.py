@@ -6,8 +6,9 @@ signal; every live worker is killed when the evaluator exits, on SIGTERM or Ctrl
 lines on one socket pair (harness.channel); every read has a deadline, so a submission that writes garbage, or
 nothing, gets a verdict within its timeout. The evaluator is a child subreaper (Linux): a process the worker
 starts and orphans, even one in a new session, is re-parented here and killed when the worker is stopped, and
-`descendants()` lists any such process while the worker runs. The worker's stdout and stderr are drained by a
-thread and forwarded up to a cap.
+`descendants()` lists any such process while the worker runs. Where the kernel lets the evaluator make one, each
+worker also runs in a cgroup of its own (harness.evaluator.cgroup), which ends every process it started at once,
+however fast they fork. The worker's stdout and stderr are drained by a thread and forwarded up to a cap.
 """
 import atexit
 import ctypes
@@ -22,6 +23,7 @@ import time
 
 from .. import channel
 from ..paths import ROOT
+from .cgroup import WorkerCgroup
 from .sandbox import worker_environment
 
 STARTUP_GRACE_S = 60.0  # interpreter, torch import and CUDA context, on top of the case timeout
@@ -173,6 +175,9 @@ class WorkerProcess:
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, pass_fds=(theirs.fileno(), flag_fd),
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         start_new_session=True)
+        self.cgroup = WorkerCgroup.create()  # before the worker imports anything of the file: it waits for "load"
+        if self.cgroup and not self.cgroup.add(self.process.pid):
+            self.cgroup = None
         self.identity = identity(self.process.pid)
         theirs.close()
         os.close(flag_fd)
@@ -186,7 +191,8 @@ class WorkerProcess:
         timeout as it reported them."""
         ready = self.expect(("ready",), time.monotonic() + self.timeout_s + STARTUP_GRACE_S)
         self.ready = True
-        self.sandbox = str(ready.get("sandbox", "none: unreported"))
+        self.sandbox = str(ready.get("sandbox", "none: unreported")) + ("; its processes in a cgroup of their own"
+                                                                          if self.cgroup else "")
         self.clear_ns = ready.get("clear_ns") if isinstance(ready.get("clear_ns"), (int, float)) else None
 
     def send(self, kind: str, fds: tuple = (), **payload):
@@ -260,8 +266,8 @@ class WorkerProcess:
         return _death_message(code) + (f"\nlast output:\n{tail}" if tail else "")
 
     def stop(self):
-        """Ask the worker to leave (one that never said ready reads nothing yet), then kill it, its process group and
-        every process it left behind."""
+        """Ask the worker to leave (one that never said ready reads nothing yet), then kill it, its process group,
+        its cgroup and every process it left behind."""
         if self not in _LIVE:
             return
         _LIVE.discard(self)
@@ -277,6 +283,8 @@ class WorkerProcess:
                 target()
             except (ProcessLookupError, PermissionError):
                 pass
+        if self.cgroup:
+            self.cgroup.remove()
         self.process.wait()
         kill_strays(stray, spare=self._not_its_own())
         try:

@@ -1,0 +1,116 @@
+"""A cgroup (v2) of its own for each worker, so that stopping the worker ends every process it started at once.
+
+A process is born in its parent's cgroup and cannot leave it without write access to the hierarchy, which the
+worker's sandbox does not give (Landlock: harness.worker.confine). So a process that forks and lets its parent exit
+without pause, which can outrun the scan of re-parented orphans (supervisor.kill_strays), is still in the
+worker's cgroup, and one write to its `cgroup.kill` ends them all. The evaluator moves the worker in right after
+starting it, before the worker imports any of the submission's code.
+
+Where this process sees no cgroup v2 hierarchy it may create folders in, or the kernel has no `cgroup.kill`
+(before Linux 5.14), there is no cgroup, and the scan is all there is. Without the sandbox, a worker that runs as
+root could move itself out: a speed bump then, not a wall.
+"""
+import itertools
+import os
+import time
+from pathlib import Path
+
+KILL_WAIT_S = 5.0  # how long kill() waits for the cgroup to empty
+PREFIX = "nvfp4-arena-worker-"  # then the evaluator's pid, a dash and a counter
+_NAMES = itertools.count()
+
+
+def own_folder() -> Path | None:
+    """This process's folder in the cgroup v2 hierarchy, or None where there is none."""
+    try:
+        with open("/proc/self/mountinfo") as f:
+            mount = next((line.split()[3:5] for line in f if line.split(" - ", 1)[-1].startswith("cgroup2 ")), None)
+        with open("/proc/self/cgroup") as f:
+            path = next((line.strip()[3:] for line in f if line.startswith("0::")), None)
+    except OSError:
+        return None
+    if mount is None or path is None:
+        return None
+    root, point = mount  # the mount shows the hierarchy from `root` on
+    if root != "/" and not (path + "/").startswith(root.rstrip("/") + "/"):
+        return None
+    return Path(point) / path[len(root.rstrip("/")):].lstrip("/")
+
+
+def remove_stale(base: Path) -> None:
+    """Kill and remove the cgroups of evaluators that are gone (one killed outright runs no exit handler)."""
+    try:
+        folders = [f for f in base.iterdir() if f.name.startswith(PREFIX)]
+    except OSError:
+        return
+    for folder in folders:
+        owner = folder.name[len(PREFIX):].split("-")[0]
+        if owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
+            WorkerCgroup(folder).remove()
+
+
+class WorkerCgroup:
+    """One worker's cgroup: created empty, given the worker's pid, killed whole and removed when it stops."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+
+    @classmethod
+    def create(cls) -> "WorkerCgroup | None":
+        """A new cgroup beside nothing else of ours, or None where it cannot be made or has no cgroup.kill."""
+        base = own_folder()
+        if base is None:
+            return None
+        remove_stale(base)
+        folder = base / f"{PREFIX}{os.getpid()}-{next(_NAMES)}"
+        try:
+            folder.mkdir()
+        except OSError:
+            return None
+        if not (folder / "cgroup.kill").exists():
+            folder.rmdir()
+            return None
+        return cls(folder)
+
+    def add(self, pid: int) -> bool:
+        """Move `pid` in; False where the kernel refused (the cgroup is then of no use and is removed)."""
+        try:
+            (self.folder / "cgroup.procs").write_text(str(pid))
+            return True
+        except OSError:
+            self.remove()
+            return False
+
+    def pids(self) -> list[int]:
+        try:
+            return [int(p) for p in (self.folder / "cgroup.procs").read_text().split()]
+        except (OSError, ValueError):
+            return []
+
+    def populated(self) -> bool:
+        try:
+            return "populated 1" in (self.folder / "cgroup.events").read_text()
+        except OSError:
+            return False
+
+    def kill(self) -> bool:
+        """SIGKILL every process in the cgroup and wait until none is left; False if some still were after
+        KILL_WAIT_S."""
+        try:
+            (self.folder / "cgroup.kill").write_text("1")
+        except OSError:
+            return not self.populated()
+        deadline = time.monotonic() + KILL_WAIT_S
+        while self.populated():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.001)
+        return True
+
+    def remove(self) -> None:
+        """Kill what is left and remove the folder."""
+        self.kill()
+        try:
+            self.folder.rmdir()
+        except OSError:
+            pass
