@@ -35,6 +35,7 @@ STEPS=" ${STEPS:-redteam template best v0 default} "
 
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
   python3 -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
+  python3 -c "from harness.evaluator.cgroup import WorkerCgroup as C; c = C.create(); print('worker cgroup:', c and c.folder); c and c.remove()"
   echo "commit ${NVFP4_ARENA_COMMIT:-unknown}"; } >> "$OUT/env.txt" 2>&1
 
 one() {  # one() LABEL SECONDS run.py-arguments...: appends {label, seconds, rc, out} to runs.jsonl
