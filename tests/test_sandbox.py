@@ -106,6 +106,28 @@ def test_a_process_that_keeps_changing_its_pid_does_not_outlive_the_run(results_
     assert not live_processes_running("redteam_hopper.log"), "the hopper outlived the run"
 
 
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="the attack builds its helper with gcc")
+def test_a_process_cannot_leave_the_worker_cgroup_nor_outlive_it_as_a_zombie_leader(results_dir):
+    """tests/redteam/cgroup_escape.py tries clone3 into the folder above the worker's cgroup (refused by the worker's
+    seccomp filter), forks instead, and ends the child's main thread while another thread lives on; the evaluator
+    still ends it before it returns."""
+    log = Path("/dev/shm/redteam_cgroup_escape.log")
+    log.unlink(missing_ok=True)
+    proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
+                           str(ROOT / "tests" / "redteam" / "cgroup_escape.py"), "--mode", "test", "--case", "0",
+                           "--json"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    records = json.loads(proc.stdout)[0]["records"]
+    assert [r["status"] for r in records] == ["pass", "pass"], proc.stderr
+    if landlock_available():
+        assert "clone3 refused" in records[0]["sandbox"]
+        assert "clone3 refused, forking instead" in log.read_text()
+    time.sleep(1.5)
+    lines = log.read_text().splitlines()
+    time.sleep(1.5)
+    assert log.read_text().splitlines() == lines, "a process the worker started is still alive after the run"
+    log.unlink()
+
+
 @pytest.mark.slow
 def test_one_file_cannot_plant_a_build_in_another_files_cache(results_dir):
     """tests/redteam/ext_cache_poison.py builds a wrong extension under the name victim_inline.py uses, where

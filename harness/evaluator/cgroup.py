@@ -12,6 +12,7 @@ root could move itself out: a speed bump then, not a wall.
 """
 import itertools
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -93,17 +94,29 @@ class WorkerCgroup:
         except OSError:
             return False
 
+    def threads(self) -> list[int]:
+        try:
+            return [int(t) for t in (self.folder / "cgroup.threads").read_text().split()]
+        except (OSError, ValueError):
+            return []
+
     def kill(self) -> bool:
         """SIGKILL every process in the cgroup and wait until none is left; False if some still were after
-        KILL_WAIT_S."""
+        KILL_WAIT_S. cgroup.kill passes over a process whose main thread has exited while its other threads run
+        on, so every thread left is also signalled by its id, which kills its whole process."""
         try:
             (self.folder / "cgroup.kill").write_text("1")
         except OSError:
-            return not self.populated()
+            pass
         deadline = time.monotonic() + KILL_WAIT_S
         while self.populated():
             if time.monotonic() > deadline:
                 return False
+            for tid in self.threads():
+                try:
+                    os.kill(tid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
             time.sleep(0.001)
         return True
 

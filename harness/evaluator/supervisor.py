@@ -328,8 +328,16 @@ def kill_strays(pids: list, spare: set = frozenset()):
 
 
 def _is_zombie(pid: int) -> bool:
+    """Gone or a zombie; not a process whose main thread exited while others run on (its state reads Z too)."""
     fields = stat_fields(pid)
-    return not fields or fields[0] == "Z"
+    if not fields:
+        return True
+    if fields[0] != "Z":
+        return False
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) <= 1
+    except OSError:
+        return True
 
 
 _SPARES: dict = {}  # (task, path, confined) -> workers started before the evaluations that will take them, in turn

@@ -9,9 +9,17 @@ would run a program outside every sandbox). The repository, the Python environme
 not writable either. Signals and abstract unix sockets are scoped to the worker's own processes (Landlock ABI 6
 and later), and by Landlock's design no process inside can ptrace, or read the memory of, one outside. Every
 process the worker starts inherits all of it. Returns a one-line description of what is in force.
+
+A seccomp filter then refuses clone3 (ENOSYS, so that the C library falls back to clone): clone3's
+CLONE_INTO_CGROUP starts a child in any cgroup whose folder the worker can open, even as an O_PATH descriptor,
+which Landlock does not check, and that would take it out of the cgroup in which the evaluator ends the worker's
+processes (harness.evaluator.cgroup). Its filter is inherited too and cannot be removed.
 """
+import ctypes
 import glob
 import os
+import platform
+import struct
 
 STANDARD_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 SHARED_MEMORY = "/dev/shm"
@@ -24,7 +32,48 @@ def driver_paths() -> list[str]:
     return [*STANDARD_DEVICES, SHARED_MEMORY, *sorted(glob.glob(GPU_DEVICES)), OWN_PROCESS]
 
 
+SYS_CLONE3 = 435  # the same number on x86_64 and aarch64
+X32_BIT = 0x40000000  # x86_64's x32 calls: the number with this bit set
+AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
+PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, ENOSYS = 0x7FFF0000, 0x00050000, 38
+BPF_LD_W_ABS, BPF_JEQ_K, BPF_RET_K = 0x20, 0x15, 0x06
+
+
+def clone3_filter(arch: int) -> bytes:
+    """A classic BPF program over struct seccomp_data (nr at offset 0, arch at 4): clone3 and its x32 form get
+    ENOSYS, every other call, and every call of another architecture, is allowed."""
+    program = [(BPF_LD_W_ABS, 0, 0, 4),
+               (BPF_JEQ_K, 0, 4, arch),  # another architecture: allow
+               (BPF_LD_W_ABS, 0, 0, 0),
+               (BPF_JEQ_K, 1, 0, SYS_CLONE3),
+               (BPF_JEQ_K, 0, 1, SYS_CLONE3 | X32_BIT),
+               (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | ENOSYS),
+               (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW)]
+    return b"".join(struct.pack("HBBI", *instruction) for instruction in program)
+
+
+def refuse_clone3() -> str:
+    """Install the clone3 filter; what is in force, as a phrase for the sandbox line."""
+    arch = AUDIT_ARCH.get(platform.machine())
+    if arch is None:
+        return f"clone3 allowed (no filter for {platform.machine()})"
+    code = clone3_filter(arch)
+    filters = ctypes.create_string_buffer(code, len(code))
+    program = struct.pack("HxxxxxxP", len(code) // 8, ctypes.addressof(filters))  # struct sock_fprog
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or libc.prctl(
+            PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.c_char_p(program), 0, 0) != 0:
+        return f"clone3 allowed (seccomp refused: {os.strerror(ctypes.get_errno())})"
+    return "clone3 refused"
+
+
 def confine(writable: list[str]) -> str:
+    landlock = confine_files(writable)
+    return landlock if landlock.startswith("none") else f"{landlock}; {refuse_clone3()}"
+
+
+def confine_files(writable: list[str]) -> str:
     try:
         from landlockpy import AccessFS, Ruleset, Scope
     except ImportError:
