@@ -26,4 +26,4 @@ export -f test_one
     done
   fi
 } 2>&1 | tee "$OUT/lineage.log"
-pack_results results tests
+pack_results results results tests

@@ -4,8 +4,8 @@
 # Usage on the device: NVFP4_ARENA_COMMIT=<hash> [CANDIDATES=3] [ROUNDS=2] [TASK_SECONDS=400] \
 #   bash scripts/device_submit.sh gemv ...
 # Stored records and the local leaderboard are copied in first; everything comes back in
-# $OUT/results.tgz (records, leaderboard.jsonl, submit/ files), the console log in $OUT/submit.log, with each
-# task's wall time, and the builds' in $OUT/builds.log.
+# $OUT/submit.tgz (records, leaderboard.jsonl, submit/ files; device_evaluator.sh can run after it in the same
+# call), the console log in $OUT/submit.log, with each task's wall time, and the builds' in $OUT/builds.log.
 set -u
 . scripts/device_results.sh
 . scripts/device_python.sh
@@ -25,4 +25,4 @@ started=$(date +%s)
   done
   python3 run.py leaderboard 2>&1
 } 2>&1 | tee "$OUT/submit.log"
-pack_results results
+pack_results submit results

@@ -21,4 +21,4 @@ set -u
   done
   python3 scripts/timing_parity.py --results "$NVFP4_ARENA_RESULTS" --gpu "$(nvidia-smi --query-gpu=name --format=csv,noheader | sed 's/NVIDIA //')" ${PARITY:-}
 } 2>&1 | tee "$OUT/parity.log"
-pack_results results
+pack_results results results
