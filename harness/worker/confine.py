@@ -10,10 +10,11 @@ not writable either. Signals and abstract unix sockets are scoped to the worker'
 and later), and by Landlock's design no process inside can ptrace, or read the memory of, one outside. Every
 process the worker starts inherits all of it. Returns a one-line description of what is in force.
 
-A seccomp filter then refuses clone3 (ENOSYS, so that the C library falls back to clone): clone3's
+A seccomp filter then refuses clone3 (ENOSYS, so that the C library falls back to clone), and with it every x32
+call and every call made as another architecture (a 64-bit process can still make 32-bit calls): clone3's
 CLONE_INTO_CGROUP starts a child in any cgroup whose folder the worker can open, even as an O_PATH descriptor,
 which Landlock does not check, and that would take it out of the cgroup in which the evaluator ends the worker's
-processes (harness.evaluator.cgroup). Its filter is inherited too and cannot be removed.
+processes (harness.evaluator.cgroup). The filter is inherited too and cannot be removed.
 """
 import ctypes
 import glob
@@ -37,19 +38,22 @@ X32_BIT = 0x40000000  # x86_64's x32 calls: the number with this bit set
 AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
 SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO, ENOSYS = 0x7FFF0000, 0x00050000, 38
-BPF_LD_W_ABS, BPF_JEQ_K, BPF_RET_K = 0x20, 0x15, 0x06
+BPF_LD_W_ABS, BPF_JEQ_K, BPF_JSET_K, BPF_RET_K = 0x20, 0x15, 0x45, 0x06
 
 
 def clone3_filter(arch: int) -> bytes:
-    """A classic BPF program over struct seccomp_data (nr at offset 0, arch at 4): clone3 and its x32 form get
-    ENOSYS, every other call, and every call of another architecture, is allowed."""
+    """A classic BPF program over struct seccomp_data (nr at offset 0, arch at 4): ENOSYS for clone3, for every
+    x32 call and for every call made as another architecture (a 64-bit process can still make 32-bit calls, whose
+    clone3 has the same number); every other call is allowed."""
+    refused = SECCOMP_RET_ERRNO | ENOSYS
     program = [(BPF_LD_W_ABS, 0, 0, 4),
-               (BPF_JEQ_K, 0, 4, arch),  # another architecture: allow
+               (BPF_JEQ_K, 1, 0, arch),
+               (BPF_RET_K, 0, 0, refused),  # another architecture
                (BPF_LD_W_ABS, 0, 0, 0),
+               (BPF_JSET_K, 2, 0, X32_BIT),
                (BPF_JEQ_K, 1, 0, SYS_CLONE3),
-               (BPF_JEQ_K, 0, 1, SYS_CLONE3 | X32_BIT),
-               (BPF_RET_K, 0, 0, SECCOMP_RET_ERRNO | ENOSYS),
-               (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW)]
+               (BPF_RET_K, 0, 0, SECCOMP_RET_ALLOW),
+               (BPF_RET_K, 0, 0, refused)]
     return b"".join(struct.pack("HBBI", *instruction) for instruction in program)
 
 
@@ -58,12 +62,14 @@ def refuse_clone3() -> str:
     arch = AUDIT_ARCH.get(platform.machine())
     if arch is None:
         return f"clone3 allowed (no filter for {platform.machine()})"
-    code = clone3_filter(arch)
-    filters = ctypes.create_string_buffer(code, len(code))
-    program = struct.pack("HxxxxxxP", len(code) // 8, ctypes.addressof(filters))  # struct sock_fprog
+    filters = clone3_filter(arch)
+    code = ctypes.create_string_buffer(filters, len(filters))
+    fprog = struct.pack("HxxxxxxP", len(filters) // 8, ctypes.addressof(code))  # struct sock_fprog
+    program = ctypes.create_string_buffer(fprog, len(fprog))
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 or libc.prctl(
-            PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.c_char_p(program), 0, 0) != 0:
+    word = ctypes.c_ulong  # prctl's arguments are unsigned longs; the kernel wants the unused ones zero
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, word(1), word(0), word(0), word(0)) != 0 or libc.prctl(
+            PR_SET_SECCOMP, word(SECCOMP_MODE_FILTER), word(ctypes.addressof(program)), word(0), word(0)) != 0:
         return f"clone3 allowed (seccomp refused: {os.strerror(ctypes.get_errno())})"
     return "clone3 refused"
 

