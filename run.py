@@ -694,10 +694,19 @@ def main():
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if isinstance(exc.code, str):
             print(exc.code, file=sys.stderr)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    flush()
     atexit._run_exitfuncs()
+    flush()  # what the exit handlers printed
     os._exit(code)
+
+
+def flush():
+    """Both streams written out; a reader that has gone (`| head`) or a closed stream loses only the output."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
 
 
 if __name__ == "__main__":

@@ -10,8 +10,11 @@ set -u
 . scripts/device_results.sh
 . scripts/device_python.sh
 NOMINATED='import sys
+from harness.evaluator.runner import pick_shapes
+from harness.rules import DEFAULT_TIMING
 from harness.views.remeasure import nominate
-print(" ".join(f"{t}:{v}" for t in sys.argv[2:] for v in nominate(t, "contest", "arena", int(sys.argv[1])).versions))'
+count, shapes = int(sys.argv[1]), pick_shapes("auto")
+print(" ".join(f"{t}:{v}" for t in sys.argv[2:] for v in nominate(t, shapes, DEFAULT_TIMING, count).versions))'
 started=$(date +%s)
 { python3 -m harness.sweep.builds $(python3 -c "$NOMINATED" "${CANDIDATES:-2}" "$@")
   echo "=== builds: rc $?, $(( $(date +%s) - started )) s"; } > "$OUT/builds.log" 2>&1

@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -296,9 +297,9 @@ def test_one_nvidia_smi_call_gives_the_driver_and_the_clocks(monkeypatch):
 
 
 def test_a_discarded_sample_counts_as_the_slowest_kept_and_its_wall_time_not_at_all(monkeypatch):
-    """The witness discards samples 2 and 4 (as it would a stall or a forged time; sample 4 reports 1 ns): sample 2,
-    before any sample is kept, counts for nothing; sample 4 counts as the slowest kept so far; the first sample
-    warms the slots up."""
+    """The witness discards samples 2 and 4 (as it would a stall or a forged time; sample 4 reports 1 ns and takes
+    0.3 s more): sample 2, before any sample is kept, counts for nothing; sample 4 counts as the slowest kept so
+    far, and its wall time is left off the stop rule's clock; the first sample warms the slots up."""
     from dataclasses import replace
 
     from harness.evaluator import evaluation as ev
@@ -310,6 +311,8 @@ def test_a_discarded_sample_counts_as_the_slowest_kept_and_its_wall_time_not_at_
         verdict = judge(self, *args)
         if self.seen in (2, 4):
             self.last = DISCARDED
+        if self.seen == 4:
+            time.sleep(0.3)
         return verdict
     monkeypatch.setattr(ev.Witness, "judge", judged)
     regions = []
@@ -326,12 +329,14 @@ def test_a_discarded_sample_counts_as_the_slowest_kept_and_its_wall_time_not_at_
     evaluation = ev.Evaluation("gemm", str(ROOT / "submissions" / "gemm" / "v0.py"), 120, confined=False)
     kept = []
     done = StopRule.done
-    monkeypatch.setattr(StopRule, "done", lambda self, durations, wall_ns: kept.append(list(durations)) or
-                        done(self, durations, wall_ns))
+    monkeypatch.setattr(StopRule, "done", lambda self, durations, wall_ns: kept.append(
+        (list(durations), wall_ns, time.perf_counter_ns())) or done(self, durations, wall_ns))
     try:
         result = evaluation.benchmark(replace(timed, stop=StopRule(max_runs=4, min_runs=4)))
     finally:
         evaluation.close()
     assert result.status == "pass" and len(result.samples_ns) == 4
-    assert [len(k) for k in kept] == [1, 2, 3, 4]  # samples 3, 4 (as the slowest), 5, 6; never 1 nor 2
-    assert kept[1][1] == max(kept[0])  # not 1 ns / n
+    durations, clock, now = zip(*kept)
+    assert [len(d) for d in durations] == [1, 2, 3, 4]  # samples 3, 4 (as the slowest), 5, 6; never 1 nor 2
+    assert durations[1][1] == max(durations[0])  # not 1 ns / n
+    assert now[1] - now[0] > 0.3e9 and clock[1] - clock[0] < now[1] - now[0] - 0.25e9

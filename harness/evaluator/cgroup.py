@@ -1,10 +1,11 @@
 """A cgroup (v2) of its own for each worker, so that stopping the worker ends every process it started at once.
 
-A process is born in its parent's cgroup and cannot leave it without write access to the hierarchy, which the
-worker's sandbox does not give (Landlock: harness.worker.confine). So a process that forks and lets its parent exit
-without pause, which can outrun the scan of re-parented orphans (supervisor.kill_strays), is still in the
-worker's cgroup, and one write to its `cgroup.kill` ends them all. The evaluator moves the worker in right after
-starting it, before the worker imports any of the submission's code.
+A process is born in its parent's cgroup. The worker's sandbox (harness.worker.confine) keeps every process of the
+worker's in it: Landlock denies writes to the hierarchy, and a seccomp filter refuses clone3, whose
+CLONE_INTO_CGROUP would start a child in any cgroup whose folder it can open. So a process that forks and lets its
+parent exit without pause, which can outrun the scan of re-parented orphans (supervisor.kill_strays), is still in
+the worker's cgroup, and `cgroup.kill` ends them all. The evaluator makes the cgroup before it starts the worker
+and moves the worker in right after, before the worker imports any of the submission's code.
 
 Where this process sees no cgroup v2 hierarchy it may create folders in, or the kernel has no `cgroup.kill`
 (before Linux 5.14), there is no cgroup, and the scan is all there is. Without the sandbox, a worker that runs as
@@ -22,20 +23,18 @@ _NAMES = itertools.count()
 
 
 def own_folder() -> Path | None:
-    """This process's folder in the cgroup v2 hierarchy, or None where there is none."""
+    """This process's folder in the cgroup v2 hierarchy, or None where no mount of it shows that folder."""
     try:
-        with open("/proc/self/mountinfo") as f:
-            mount = next((line.split()[3:5] for line in f if line.split(" - ", 1)[-1].startswith("cgroup2 ")), None)
         with open("/proc/self/cgroup") as f:
             path = next((line.strip()[3:] for line in f if line.startswith("0::")), None)
+        with open("/proc/self/mountinfo") as f:
+            mounts = [line.split()[3:5] for line in f if line.split(" - ", 1)[-1].startswith("cgroup2 ")]
     except OSError:
         return None
-    if mount is None or path is None:
-        return None
-    root, point = mount  # the mount shows the hierarchy from `root` on
-    if root != "/" and not (path + "/").startswith(root.rstrip("/") + "/"):
-        return None
-    return Path(point) / path[len(root.rstrip("/")):].lstrip("/")
+    for root, point in mounts if path is not None else []:  # a mount shows the hierarchy from `root` on
+        if root == "/" or (path + "/").startswith(root.rstrip("/") + "/"):
+            return Path(point) / path[len(root.rstrip("/")):].lstrip("/")
+    return None
 
 
 def remove_stale(base: Path) -> None:
@@ -66,12 +65,12 @@ class WorkerCgroup:
         folder = base / f"{PREFIX}{os.getpid()}-{next(_NAMES)}"
         try:
             folder.mkdir()
-        except OSError:
-            return None
-        if not (folder / "cgroup.kill").exists():
+            if (folder / "cgroup.kill").exists():
+                return cls(folder)
             folder.rmdir()
-            return None
-        return cls(folder)
+        except OSError:
+            pass
+        return None
 
     def add(self, pid: int) -> bool:
         """Move `pid` in; False where the kernel refused (the cgroup is then of no use and is removed)."""

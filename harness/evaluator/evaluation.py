@@ -457,7 +457,7 @@ class Evaluation:
                 return Result("tampered", f"sample {sample_number}: {contradiction}{crowded(result)}",
                               first_call_ns=first_ns)
             per_call = region / n
-            if witness.last == DISCARDED:  # far over the margin once: worth the slowest sample kept, or nothing
+            if witness.last == DISCARDED:  # far over the margin once: at least the slowest sample kept, or nothing
                 discarded_ns += time.perf_counter_ns() - iteration_started
                 per_call = max([per_call, *durations]) if durations else None
             if witness.last == WARM_UP or per_call is None:

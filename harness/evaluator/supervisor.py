@@ -172,10 +172,11 @@ class WorkerProcess:
                    *[f"--writable={w}" for w in writable], *([] if confined else ["--unconfined"]), "--",
                    str(path)]
         self.ready = False  # said "ready": it reads the channel, so it can be asked to leave
+        self.cgroup = WorkerCgroup.create()  # the worker moves in before it imports anything of the file (it
+        # waits for "load" first)
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, pass_fds=(theirs.fileno(), flag_fd),
                                         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         start_new_session=True)
-        self.cgroup = WorkerCgroup.create()  # before the worker imports anything of the file: it waits for "load"
         if self.cgroup and not self.cgroup.add(self.process.pid):
             self.cgroup = None
         self.identity = identity(self.process.pid)
