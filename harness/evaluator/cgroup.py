@@ -81,23 +81,24 @@ class WorkerCgroup:
             self.remove()
             return False
 
-    def pids(self) -> list[int]:
+    def _ids(self, listing: str) -> list[int]:
+        """The ids a listing file holds (cgroup.procs: processes, cgroup.threads: threads); none once it is gone."""
         try:
-            return [int(p) for p in (self.folder / "cgroup.procs").read_text().split()]
+            return [int(i) for i in (self.folder / listing).read_text().split()]
         except (OSError, ValueError):
             return []
+
+    def pids(self) -> list[int]:
+        return self._ids("cgroup.procs")
+
+    def threads(self) -> list[int]:
+        return self._ids("cgroup.threads")
 
     def populated(self) -> bool:
         try:
             return "populated 1" in (self.folder / "cgroup.events").read_text()
         except OSError:
             return False
-
-    def threads(self) -> list[int]:
-        try:
-            return [int(t) for t in (self.folder / "cgroup.threads").read_text().split()]
-        except (OSError, ValueError):
-            return []
 
     def kill(self) -> bool:
         """SIGKILL every process in the cgroup and wait until none is left; False if some still were after

@@ -15,10 +15,11 @@ OVERHEAD_FRACTION of the timed work and copies, whose own noise grows with them.
 flagged. The first sample of a job is neither judged (fresh slots fault their pages in) nor kept: it warms the
 slots up. A sample over HARD_MULTIPLE margins is discarded (an honest H200 run once saw a 6 ms stall in one sample
 that no wait explained): the job counts it as the slower of its own time and the slowest sample it kept so far,
-or not at all before it kept one, so that neither a forged time nor leaving out a slow sample gains anything. A verdict: a second sample over
-HARD_MULTIPLE margins in a job, three flagged samples in a row, more than MAX_FLAGGED_SHARE of the samples flagged,
-or a median excess over the median margin, however few samples were judged (a job may stop after three). So a
-forger who hides time in a few samples must keep each under a few margins, and in most samples under one.
+or not at all before it kept one, so that neither a forged time nor leaving out a slow sample gains anything.
+A verdict: a second sample over HARD_MULTIPLE margins in a job, three flagged samples in a row, more than
+MAX_FLAGGED_SHARE of the samples flagged, or a median excess over the median margin, however few samples were
+judged (a job may stop after three). So a forger who hides time in a few samples must keep each under a few
+margins, and in most samples under one.
 
 W leaves out the time the evaluator's thread spent waiting for a CPU while runnable (Linux schedstat's run
 delay) between its writes and its copies (its waits inside them are in its timed work already), and the worker
