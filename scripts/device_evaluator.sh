@@ -13,8 +13,8 @@
 #   profile  the benchmark of each version in PROFILE (default: the first given) with the evaluator under cProfile
 #            (profile.txt: the calls that took the most time) and the evaluator's imports (-X importtime, slowest)
 #   gap      scripts/gemv_gap_probe.py: gemv v12 arena, arena with the contest's clear, contest (gemv_gap.md)
-#   stream   scripts/gemv_stream_probe.py: gemv v12 timed in-process after a clear or a flush, with and without
-#            an idle gap or a hold between it and the start event (gemv_stream.md)
+#   stream   scripts/gemv_stream_probe.py: gemv v12 timed after the contest's clear in its own process or in a
+#            second one, with its inputs' pages touched or other pages swept first (gemv_stream.md)
 #   sweep    the SWEEP_VERSIONS (default all; missing: those without a complete run on this GPU, against a copy of
 #            the stored records) of each task in SWEEP_TASKS (default: all four) in benchmark mode, builds first
 #            (run.py sweep), each task's summary in results.tgz (sweep_<task>.json), within SWEEP_SECONDS each (default 600)

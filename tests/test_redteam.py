@@ -39,8 +39,10 @@ CPU_CASES = {  # every one now meets freshly drawn inputs the worker cannot pred
     "tensor_subclass": ("fail", "expected a torch.Tensor, got Deferred"),  # no subclass hook after the region
     "prefork_between": ("tampered", "the evaluator's clock saw"),  # children's CPU and SCHED_IDLE: no credit
 }
-ON_A_GPU = {  # where a GPU leaves the attack nothing to act on
-    "prefork_between": ("fail", "mismatch"),  # children forked from a CUDA process cannot write the GPU's slots
+ON_A_GPU = {  # where a GPU leaves the attack nothing to act on: either verdict of each pair may come first
+    # children forked from a CUDA process cannot write the GPU's slots; its inline fallback does the work after the
+    # region, which the witness sees once the warm-up's samples are judged
+    "prefork_between": (("fail", "mismatch"), ("tampered", "the evaluator's clock saw")),
 }
 NEEDS_CC = {"starved_main", "prefork_between"}  # build their spin loops with cc
 GPU_CASES = [
@@ -62,11 +64,12 @@ def run(name: str, *extra):
 def test_cheat_gets_its_verdict(name, results_dir):
     if name in NEEDS_CC and shutil.which("cc") is None:
         pytest.skip("needs a C compiler (cc)")
-    status, words = ON_A_GPU[name] if name in ON_A_GPU and torch.cuda.is_available() else CPU_CASES[name]
+    verdicts = ON_A_GPU[name] if name in ON_A_GPU and torch.cuda.is_available() else (CPU_CASES[name],)
     proc, out = run(name, "--case", "0")
     assert proc.returncode == 1
     record = out[0]["records"][0]
-    assert record["status"] == status and words in record["message"], record["message"]
+    assert any(record["status"] == status and words in record["message"] for status, words in verdicts), \
+        record["message"]
     assert len(pd.read_json(results_dir / "gemm.jsonl", lines=True)) == 1
 
 

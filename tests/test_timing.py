@@ -35,6 +35,9 @@ class RecordingDevice:
     def contest_clear(self):
         self.log("contest_clear")
 
+    def refill_l2(self):
+        self.log("refill_l2")
+
     def start(self):
         self.log("start")
         self.calls = 0
@@ -92,8 +95,10 @@ def test_nothing_but_the_calls_inside_the_timed_region(method):
 def test_the_calls_are_queued_behind_the_hold_before_the_evaluator_writes_the_inputs():
     ops = one_sample_ops("arena")
     assert ops.index("hold") < ops.index("start") < ops.index("stop") < ops.index("queued") < ops.index("wait_end")
+    assert ops.index("hold") < ops.index("refill_l2") < ops.index("start")  # the contest's L2, in the calls' context
     contest = one_sample_ops("contest")
-    assert "hold" not in contest and contest.index("contest_clear") < contest.index("start")
+    assert "hold" not in contest and "refill_l2" not in contest
+    assert contest.index("contest_clear") < contest.index("start")
     cpu = one_sample_ops("arena", gpu=False)  # on a CPU the calls run only once the evaluator has written
     assert cpu.index("queued") < cpu.index("go") < cpu.index("call")
 

@@ -1,8 +1,9 @@
 """What the worker does around the submission's calls: one untimed call, or one timed sample.
 
 A timed sample is the contest's: the N calls back to back between two CUDA events. On a GPU with arena
-timing the worker queues the hold, the start event, the N calls and the end event, says "queued", and the
-evaluator then writes the inputs, flushes the L2 and releases the hold; under contest timing the evaluator
+timing the worker queues the hold, the L2's refill (the tail of the contest's clear, in this context), the
+start event, the N calls and the end event, says "queued", and the evaluator then writes the inputs, flushes
+the L2 and releases the hold; under contest timing the evaluator
 has written the inputs first and the worker runs the contest's clear. On a CPU the calls run when the
 evaluator says "go". Afterwards each returned output that is not its slot's c is copied into c, where the
 evaluator reads it. Nothing here decides a verdict: every number and output goes to the evaluator.
@@ -78,6 +79,7 @@ def timed_sample(kernel, batch: list, device, hold, method: str, send, wait_go) 
                 device.contest_clear()
             else:
                 hold.engage()
+                device.refill_l2()
             device.start()
             queued = time.perf_counter_ns()
             outs = [kernel(d) for d in batch]
