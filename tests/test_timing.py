@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from harness.evaluator.witness import DISCARDED, IN_A_ROW, KEPT, WARM_UP, Calibration, Witness
+from harness.protocol import SCHEMA
 from harness.rules import task_rules
 from harness.submission import code_sha256
 from harness.worker.sample import timed_sample
@@ -193,7 +194,7 @@ def test_records_say_which_timing_and_schema_produced_them(results_dir, timing):
     assert proc.returncode == 0, proc.stderr
     assert out[0]["timing"] == timing
     stored = [json.loads(line) for line in (results_dir / "gemv.jsonl").read_text().splitlines()]
-    assert [(r["timing"], r["schema"]) for r in stored] == [(timing, 6)]
+    assert [(r["timing"], r["schema"]) for r in stored] == [(timing, SCHEMA)]
     assert stored[0]["code_sha256"] == code_sha256((ROOT / "submissions" / "gemv" / "v0.py").read_text())
     phases = stored[0]["phases_ns"]
     assert {"start", "ready", "calibrate", "load", "draw", "reference", "calls", "sample", "check"} <= set(phases)
