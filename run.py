@@ -20,7 +20,7 @@ from rich.markup import escape
 from harness import results
 from harness.evaluator.supervisor import start_spares
 from harness.evaluator.watch import Watch
-from harness.protocol import RECORD_TIMINGS
+from harness.protocol import RECORD_TIMINGS, brief
 from harness.rules import DEFAULT_TIMING, MODES, RECORDED_MODES, TIMINGS, modes_of
 from harness.submission import SubmissionError, task_from_leaderboard
 from harness.views.tries import resolve
@@ -398,7 +398,6 @@ def diff(task, all_versions, gpu, timing, as_json, smoke, measure, rounds, shape
 def measuring(what: str, rounds: int, failed: str, measure):
     """measure(on_round, on_build) under a status line that counts the interleaved rounds, after a line per file
     built before them; a failed measurement stops with `failed` and the reason."""
-    from harness.protocol import brief
     from harness.sweep.builds import say
     with err_console.status(what) as status:
         try:
@@ -503,16 +502,27 @@ def submit(file, task, submission, best, candidates, rounds, timing, shapes, rem
     if best:
         submission, decision = choose_best(task, shapes, timing, candidates, rounds, out)
         err_console.print(f"submitting {submission}", markup=False)
-    try:
-        sub = resolve(submission, task, leaderboards())
-    except SubmissionError as exc:
-        fail(str(exc))
-    show_precheck(sub, out)
-    [summary] = runner.run(runner.RunOptions(sub, "leaderboard", shapes, secret_seed=secret_seed), Progress(out, sub))
-    show_protection(summary, out)
-    report.render(summary, out)
-    if not summary.passed:
-        fail("leaderboard mode did not pass: nothing was submitted.", code=1)
+    while True:
+        try:
+            sub = resolve(submission, task, leaderboards())
+        except SubmissionError as exc:
+            fail(str(exc))
+        show_precheck(sub, out)
+        [summary] = runner.run(runner.RunOptions(sub, "leaderboard", shapes, secret_seed=secret_seed),
+                               Progress(out, sub))
+        show_protection(summary, out)
+        report.render(summary, out)
+        if summary.passed:
+            break
+        failed = next((r for r in summary.records if r["status"] != "pass"), None)
+        said = brief(failed.get("message") or "").splitlines()[:1] if failed else []
+        why = f"failed leaderboard mode ({failed['status']}: {said[0] if said else 'no message'})" if failed \
+            else "failed leaderboard mode"
+        decision = decision.without(submission, why) if decision else None
+        if decision is None:
+            fail("leaderboard mode did not pass: nothing was submitted.", code=1)
+        err_console.print(f"{submission} {why}: submitting {decision.winner}, the next candidate", markup=False)
+        submission = decision.winner
     entry = standings.add_entry(sub, summary, shapes)
     board = task_config(sub.task)["leaderboard"]
     path = standings.contest_file(sub, board, entry["gpu"])

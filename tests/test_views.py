@@ -393,6 +393,45 @@ def test_submit_best_leaves_out_a_candidate_that_fails_a_round(results_dir, monk
     assert len(results.read(results_dir / "leaderboard.jsonl")) == 1
 
 
+def test_submit_best_submits_the_next_candidate_when_its_pick_fails_leaderboard_mode(results_dir, monkeypatch,
+                                                                                    tmp_path):
+    """v0 and v1 tie, so v0 is picked; v0 (here a file that writes 1s) then fails leaderboard mode, so v1 (here v0's
+    code, which runs on a CPU) is submitted, and the decision names v0 as left out. With no candidate left, nothing
+    is submitted."""
+    import harness.evaluator.session
+    import run as run_py
+    store(results_dir, run("gemv", "v1", "a", [100, 100], gpu="cpu", kind="smoke")
+          + run("gemv", "v0", "b", [400, 400], gpu="cpu", kind="smoke"))
+    monkeypatch.setattr(harness.evaluator.session, "measure_interleaved",
+                        lambda subs, *a, **k: {s.version: {0: [200.0, 201.0, 199.0]} for s in subs})
+    real_resolve, ran = run_py.resolve, []
+    (tmp_path / "v1.py").write_text((ROOT / "submissions" / "gemv" / "v0.py").read_text())
+
+    def resolving(failing):
+        def resolve(text, task, boards):
+            ran.append(text)
+            path = ROOT / "tests" / "submissions" / "wrong.py" if text in failing else tmp_path / f"{text}.py"
+            return real_resolve(str(path), task, boards)
+        return resolve
+    monkeypatch.setattr(run_py, "resolve", resolving({"v0"}))
+    out = CliRunner().invoke(run_py.cli, ["submit", "--task", "gemv", "--best", "--candidates", "2", "--rounds", "3",
+                                          "--seed", "1", "--json"])
+    assert out.exit_code == 0, out.output
+    assert ran == ["v0", "v1"]
+    assert re.search(r"v0 failed leaderboard mode \(fail: .*mismatch.*\): submitting v1, the next candidate",
+                     flat(out.output))
+    decision = json.loads(out.stdout[out.stdout.index("{"):])["decision"]
+    assert decision["winner"] == "v1" and [e["version"] for e in decision["excluded"]] == ["v0"]
+    [entry] = results.read(results_dir / "leaderboard.jsonl")
+    assert entry["version"].endswith("-v1")  # the file v1 resolved to, named after its folder
+
+    ran.clear()
+    monkeypatch.setattr(run_py, "resolve", resolving({"v0", "v1"}))
+    out = CliRunner().invoke(run_py.cli, ["submit", "--task", "gemv", "--best", "--candidates", "2", "--seed", "1"])
+    assert out.exit_code == 1 and ran == ["v0", "v1"] and "nothing was submitted" in flat(out.output)
+    assert len(results.read(results_dir / "leaderboard.jsonl")) == 1
+
+
 def test_a_submission_file_as_the_first_argument(results_dir):
     out = cli(str(ROOT / "tests" / "submissions" / "segfault.py"), "--mode", "test", "--case", "0", "--no-record")
     assert out.returncode == 1 and "SIGSEGV" in out.stdout

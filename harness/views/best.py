@@ -2,7 +2,7 @@
 then measured again, interleaved (each in a worker of its own), and the fastest wins only where its paired interval
 says so. Candidates whose interval against the fastest contains 1 are tied with it, and of a tie the
 oldest version (the simplest, fewest ideas stacked) is picked. A candidate that failed a round is left out, and
-the decision says why."""
+the decision says why; so is a winner that then fails leaderboard mode, and the next candidate is submitted."""
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,6 +50,16 @@ class Decision:
                                "slowdown_high": s.vs_fastest.high, "tied": s.tied, "verdict": s.verdict}
                               for s in self.standings],
                 "excluded": [{"version": v, "verdict": why} for v, why in self.excluded.items()]}
+
+    def without(self, version: str, why: str) -> "Decision | None":
+        """The decision once `version` (submitted, then failing leaderboard mode) is left out too: of the candidates
+        left, the oldest still tied with the fastest, else the fastest; None when none is left."""
+        left = [s for s in self.standings if s.version != version]
+        if not left:
+            return None
+        tied = [s.version for s in left if s.tied]
+        winner = min(tied, key=version_key) if tied else left[0].version
+        return Decision(winner, self.fastest, self.rounds, left, {**self.excluded, version: why})
 
     def explain(self) -> str:
         left_out = "".join(f"\n{v} left out: it {why}" for v, why in self.excluded.items())
