@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One device call: the evaluator's GPU path end to end, each result written under $OUT as it comes. STEPS picks
 # what runs, in this order (default: redteam template best v0 default):
-#   redteam  the red-team and sandbox tests as CI runs them, four at a time while the best versions build, then
-#            alone (their verdicts rest on the witness) the forged-report attacks and the honest control; with
-#            REDTEAM_K set, only the red-team tests it selects (pytest -k)
+#   redteam  every red-team and sandbox test (the cgroup and seccomp attacks are not marked slow), four at a time
+#            while the best versions build, then alone (their verdicts rest on the witness) the forged-report attacks
+#            and the honest control; with REDTEAM_K set, only the red-team tests it selects (pytest -k)
 #   template the FP4 _scaled_mm template's one line
 #   best     each best version's benchmark under arena and contest timing, back to back (fidelity)
 #   v0       every v0's tests
@@ -57,7 +57,7 @@ if [ -n "${REDTEAM_K:-}" ]; then
   echo "$(date +%T) redteam -k $REDTEAM_K rc=$?" >> "$OUT/log.txt"
 elif has redteam; then
   ALONE="forge_report or intermittent_forge"
-  python3 -m pytest -q -n 4 -m slow tests/test_redteam.py tests/test_sandbox.py -k "not ($ALONE) and not honest_v0" \
+  python3 -m pytest -q -n 4 tests/test_redteam.py tests/test_sandbox.py -k "not ($ALONE) and not honest_v0" \
     >> "$OUT/redteam.log" 2>&1
   echo "$(date +%T) redteam in parallel rc=$?" >> "$OUT/log.txt"
   wait $BUILD
