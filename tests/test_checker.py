@@ -30,6 +30,18 @@ def test_wrong_values_are_named_by_index_with_count_and_max_error():
     assert "(3, 7, 0)" in report.message and "2 of" in report.message
 
 
+def test_the_largest_error_reported_is_a_mismatchs_not_a_tolerated_one():
+    """A large output off by 1.0 is within 0.001 + 0.001 * 2000; a small one off by 0.0013 is not: the message gives
+    the mismatch's 0.0013, not the 1.0 (an H200 report read 'max |out - ref| = 1' for one mismatch of 0.0013)."""
+    from reference.checker import compare
+    expected = torch.tensor([2000.0, -0.098876953125, 0.5], dtype=torch.float16)
+    received = torch.tensor([2001.0, -0.09759521484375, 0.5], dtype=torch.float16)
+    report = compare(received, expected)
+    assert not report.ok and report.mismatches == 1
+    assert abs(report.max_abs_error - 0.00128) < 1e-4, report.max_abs_error
+    assert "largest |out - ref| among them = 0.00128" in report.message
+
+
 def test_nan_inf_shape_dtype_and_type():
     mod, data, ref = gemm_case()
     nan = ref.clone()
