@@ -462,7 +462,7 @@ def choose_best(task, shapes, timing, candidates, rounds, console):
         "version": s.version, "geomean µs now": s.geomean_ns / 1e3, f"×{decision.fastest}": s.vs_fastest.point,
         "95% low": s.vs_fastest.low, "95% high": s.vs_fastest.high, "verdict": s.verdict}
         for s in decision.standings]), f"{task} candidates measured now on {nomination.gpu}, {rounds} interleaved rounds"))
-    console.print(decision.explain(), highlight=False)
+    console.print(decision.explain(), highlight=False, markup=False)  # verdicts may quote the submission's text
     return decision.winner, decision
 
 

@@ -177,12 +177,11 @@ class GpuDevice:
 
     def refill_l2(self):
         """The L2 as the contest's clear leaves it at the start event, remade in this CUDA context after the hold:
-        the last FLUSH_L2_MULTIPLE x L2 bytes of the clear's randn (about 70 us on an H100). The evaluator's flush
+        the clear's randn over FLUSH_L2_MULTIPLE x L2 bytes of its buffer (about 70 us on an H100). The evaluator's flush
         runs in its own context, and the L2 it leaves let gemv v12 run 2-3% faster than after the contest's clear
         on an H100; the same randn in this context leaves the L2 full of this context's dirty lines, as the
         contest's does (results/h100/gemv_gap_2026-11-26/NOTES.md). Fidelity only, and a speed bump: a
-        submission shares this process and can skip it. The evaluator's flush is what keeps the inputs out of
-        the L2."""
+        submission shares this process and can skip it or put work of its own in its place."""
         self.clear_buffer[:self.refill_words].normal_()
 
     def start(self):

@@ -340,6 +340,22 @@ def test_best_is_decided_by_the_interval_and_a_tie_goes_to_the_oldest():
     assert [s.verdict for s in tie.standings][-1].startswith("slower")
 
 
+def test_a_decision_without_its_failed_pick_is_made_again_on_the_same_measurement():
+    """v3 is clearly fastest; v5 and v1 are slower and tied with each other. Once v3 fails leaderboard mode, the
+    decision is made again without it: v5 is now the fastest, tied with v1, so the older v1 is picked."""
+    from harness.views.best import decide
+    first = decide({"v3": {0: [100.0, 100.4, 99.7, 100.2, 99.9]}, "v5": {0: [110.0, 111.0, 109.0, 110.5, 109.5]},
+                    "v1": {0: [110.2, 109.4, 111.1, 109.8, 110.6]}})
+    assert first.winner == first.fastest == "v3"
+    again = first.without("v3", "failed leaderboard mode (fail: mismatch)")
+    assert (again.fastest, again.winner, sorted(again.tied)) == ("v5", "v1", ["v1", "v5"])
+    assert [s.version for s in again.standings] == ["v5", "v1"] and list(again.excluded) == ["v3"]
+    assert again.explain().startswith("v5, v1 are tied") or again.explain().startswith("v1, v5 are tied")
+    assert again.without("v1", "failed").without("v5", "failed") is None
+    with pytest.raises(ValueError):
+        again.without("v3", "failed")
+
+
 def test_submit_best_measures_the_candidates_again(results_dir, monkeypatch):
     """Stored runs put v1 first by one run; measured again, v0 and v1 tie, so the older v0 is submitted."""
     import harness.evaluator.session

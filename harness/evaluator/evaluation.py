@@ -223,13 +223,16 @@ class Evaluation:
             self.unreported = Phases()
         return phases
 
-    def references(self, inputs: list) -> list:
-        """The reference output of each input, computed to the end: the evaluator's GPU work is asynchronous, and
-        left queued it would run inside the next phase, and inside the next sample's witness as the evaluator's own
-        timed work, a quarter of which the witness's margin allows."""
-        expected = [self.task.ref_kernel(p) for p in inputs]
+    def settle(self):
+        """Wait for the evaluator's own queued GPU work. Left queued it would run inside the next phase, and inside
+        the next sample's witness as the evaluator's own timed work, a quarter of which the margin allows."""
         if self.gpu:
             torch.cuda.synchronize()
+
+    def references(self, inputs: list) -> list:
+        """The reference output of each input, computed to the end."""
+        expected = [self.task.ref_kernel(p) for p in inputs]
+        self.settle()
         return expected
 
     # -- the timed protocol ------------------------------------------------------------------------------------
@@ -246,8 +249,7 @@ class Evaluation:
                 gc.enable()
 
     def _sample(self, calls, writes, method, null) -> Sample:
-        if self.gpu:  # nothing of the evaluator's own left queued to run inside the witness (staged copies included)
-            torch.cuda.synchronize()
+        self.settle()  # staged copies included, as calibration queues them just before
         released_early = False
         worker = WorkerCpu.read(self.worker.process.pid)
         gpu_arena = self.gpu and method == ARENA
@@ -434,6 +436,7 @@ class Evaluation:
                         self.jobs, job.label, job.index, job.values, sample_number, i), contest_stream=False))
                               for i in range(n)]
                     privates = [s.data for s in staged]
+                    self.settle()
                 with phases("reference"):
                     expected = self.references(privates)
             counters = self.telemetry.counters() if self.telemetry else None

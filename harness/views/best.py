@@ -36,6 +36,7 @@ class Decision:
     rounds: int
     standings: list[Standing]
     excluded: dict[str, str] = field(default_factory=dict)  # candidate left out -> its verdict
+    pooled: dict = field(default_factory=dict, repr=False)  # the measurement decided on (decide's argument)
 
     @property
     def tied(self) -> list[str]:
@@ -52,14 +53,12 @@ class Decision:
                 "excluded": [{"version": v, "verdict": why} for v, why in self.excluded.items()]}
 
     def without(self, version: str, why: str) -> "Decision | None":
-        """The decision once `version` (submitted, then failing leaderboard mode) is left out too: of the candidates
-        left, the oldest still tied with the fastest, else the fastest; None when none is left."""
-        left = [s for s in self.standings if s.version != version]
-        if not left:
-            return None
-        tied = [s.version for s in left if s.tied]
-        winner = min(tied, key=version_key) if tied else left[0].version
-        return Decision(winner, self.fastest, self.rounds, left, {**self.excluded, version: why})
+        """The decision made again on the same measurement once `version` (submitted, then failing leaderboard mode)
+        is left out too; None when no candidate is left."""
+        if version not in self.pooled:
+            raise ValueError(f"{version} is not a candidate of this decision")
+        left = {v: times for v, times in self.pooled.items() if v != version}
+        return decide(left, {**self.excluded, version: why}) if left else None
 
     def explain(self) -> str:
         left_out = "".join(f"\n{v} left out: it {why}" for v, why in self.excluded.items())
@@ -89,4 +88,4 @@ def decide(pooled: dict[str, dict[int, list[float]]], excluded: dict[str, str] |
     standings.sort(key=lambda s: (s.vs_fastest.point, version_key(s.version)))
     winner = min((s.version for s in standings if s.tied), key=version_key)
     rounds = len(per_version[fastest][0])
-    return Decision(winner, fastest, rounds, standings, dict(excluded or {}))
+    return Decision(winner, fastest, rounds, standings, dict(excluded or {}), pooled)
