@@ -317,6 +317,25 @@ def test_a_throttled_sample_is_flagged_beside_the_number_and_explained():
     assert "power cap" in shown["throttled"] and "throttled" not in shown["steady"]
 
 
+def test_the_worker_self_check_reports_a_replaced_device_method_or_one_shadowed_on_the_instance():
+    """A file that replaces GpuDevice.refill_l2 (to queue work of its own in the refill's place) or shadows it on
+    the worker's device object is reported; the check's own snapshot of the classes is what it compares against."""
+    from harness import device as devices
+    from harness.worker.sample import SelfCheck
+    device = devices.HostDevice()
+    check = SelfCheck([devices], device, (device,))
+    assert check.findings() == []
+    original = devices.HostDevice.synchronize
+    try:
+        devices.HostDevice.synchronize = lambda self: None
+        assert check.findings() == ["worker functions replaced: harness.device.HostDevice.synchronize"]
+    finally:
+        devices.HostDevice.synchronize = original
+    assert check.findings() == []
+    device.start = lambda: None
+    assert check.findings() == ["worker functions replaced: HostDevice.start"]
+
+
 def test_the_worker_self_check_reports_a_changed_persisting_l2_limit():
     """The limit belongs to the worker's CUDA context, which only the worker can read: its self-check compares it
     with the limit before the submission was imported."""

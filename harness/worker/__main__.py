@@ -78,7 +78,9 @@ class Worker:
         if FILE_TRITON_CACHE in os.environ:  # the hold was built in the harness's cache; the file builds in its own
             os.environ["TRITON_CACHE_DIR"] = os.environ.pop(FILE_TRITON_CACHE)
         self.kernel = import_submission(Path(self.path)).custom_kernel
-        self.check = sample.SelfCheck([sample, sys.modules[__name__], self.channel], self.device)
+        harness_modules = [sys.modules[name] for name in ("harness.device", "harness.hold") if name in sys.modules]
+        self.check = sample.SelfCheck([sample, sys.modules[__name__], self.channel, *harness_modules], self.device,
+                                      (self.device, self.hold))
 
     def map_slots(self, message):
         from harness.layout import open_slot

@@ -12,6 +12,7 @@ import gc
 import sys
 import threading
 import time
+import types
 from contextlib import contextmanager
 
 import torch
@@ -106,20 +107,30 @@ def timed_sample(kernel, batch: list, device, hold, method: str, send, wait_go) 
 class SelfCheck:
     """Defence in depth inside the worker (a speed bump: the submission shares this process and can undo any of
     it): after each sample, no torch function or dispatch mode left on, no trace or profile hook, no thread the
-    sample started, the worker's own functions unreplaced, and its CUDA context's persisting-L2 limit as it was
+    sample started, the worker's own functions and its classes' methods unreplaced (its device's refill and start
+    among them), and its CUDA context's persisting-L2 limit as it was
     before the submission was imported (lines kept persisting would survive the L2 flush; the limit is per
     context, so only the worker can read it). The evaluator's checks do not depend on it."""
 
-    def __init__(self, modules: list, device):
+    def __init__(self, modules: list, device, instances: tuple = ()):
+        """modules: whose functions, and whose classes' methods, must stay as they are; instances: objects of the
+        worker's (its device, its hold) whose methods no attribute of their own may shadow."""
         self.device = device
         self.l2_limit = device.persisting_l2_limit()
         self.functions = {}
         for module in modules:
+            owner = getattr(module, "__name__", type(module).__name__)
             for name, obj in vars(module).items():
-                code = getattr(obj, "__code__", None)
-                if code is not None:
-                    self.functions[f"{module.__name__}.{name}"] = (module, name, obj, code)
+                self._keep(owner, module, name, obj)
+                if isinstance(obj, type) and obj.__module__ == owner:
+                    for attr, member in vars(obj).items():
+                        self._keep(f"{owner}.{name}", obj, attr, member)
+        self.instances = [i for i in instances if i is not None]
         self.threads = set(threading.enumerate())
+
+    def _keep(self, owner: str, holder, name: str, obj):
+        if isinstance(obj, types.FunctionType):  # plain Python functions (a Triton kernel object is left alone)
+            self.functions[f"{owner}.{name}"] = (holder, name, obj, obj.__code__)
 
     def findings(self) -> list[str]:
         found = []
@@ -134,6 +145,8 @@ class SelfCheck:
             found.append(f"threads left running: {', '.join(extra)}")
         replaced = [name for name, (module, attr, obj, code) in self.functions.items()
                     if getattr(module, attr, None) is not obj or obj.__code__ is not code]
+        replaced += [f"{type(i).__name__}.{attr}" for i in self.instances for attr in vars(i)
+                     if callable(getattr(type(i), attr, None))]
         if replaced:
             found.append(f"worker functions replaced: {', '.join(sorted(replaced))}")
         l2_limit = self.device.persisting_l2_limit()
