@@ -20,7 +20,8 @@ BOARD = "leaderboard.jsonl"
 @dataclass
 class Board:
     """Ranked entries of one timing method, and what they span: `rows` under fixed snake_case keys with times in
-    ns (the --json, docs/json.md), `table` the same under the table's headers with times in µs."""
+    ns (the --json, docs/json.md), `table` the same under the table's headers with times in µs. An entry's `schema`
+    is its records' (docs/records.md): arena entries of schema 7 were timed with the L2 refill, older ones without."""
 
     timing: str
     gpus: list[str]
@@ -34,8 +35,9 @@ class Board:
 
     @property
     def table(self) -> pd.DataFrame:
-        columns = ["task", "gpu", "shapes", "rank", "version", "geomean µs", "best so far µs", "when", "sha256"]
-        return pd.DataFrame([{**{k: r[k] for k in ("task", "gpu", "shapes", "rank", "version", "when")},
+        columns = ["task", "gpu", "shapes", "rank", "version", "geomean µs", "best so far µs", "schema", "when",
+                   "sha256"]
+        return pd.DataFrame([{**{k: r[k] for k in ("task", "gpu", "shapes", "rank", "version", "when", "schema")},
                               "geomean µs": r["geomean_ns"] / 1e3, "best so far µs": r["best_so_far_ns"] / 1e3,
                               "sha256": r["sha256"][:12] if r["sha256"] else None} for r in self.rows], columns=columns)
 
@@ -55,6 +57,7 @@ def add_entry(sub: Submission, summary, shapes: str) -> dict:
         "means_ns": {r["shape"]: r["stats"]["mean"] for r in summary.records if r.get("stats")},
         "gpu": summary.device.get("name"), "run_id": summary.records[0]["run_id"], "when": results.now(),
         "git": results.git_state(), "timing": timing_of(summary.records[0]),
+        "schema": summary.records[0].get("schema"),
     }
     results.append(leaderboard_path(entry["gpu"]), entry)
     return entry
@@ -101,8 +104,10 @@ def standings(task: str | None = None, gpu: str | None = None, timing: str = DEF
     rows = [e for e in results.read_all(BOARD) if e.get("geomean_ns") and (task is None or e["task"] == task)]
     if not rows:
         return Board(timing, [], [], f"no entries{f' for {task}' if task else ''} yet: `run.py submit` adds them")
-    df = pd.DataFrame([{**{k: e.get(k) for k in ("task", "gpu", "shapes", "version", "geomean_ns", "when", "sha256")},
+    df = pd.DataFrame([{**{k: e.get(k) for k in ("task", "gpu", "shapes", "version", "geomean_ns", "when", "sha256",
+                                                 "schema")},
                         "timing": timing_of(e)} for e in rows])
+    df["schema"] = df["schema"].astype("Int64")  # whole numbers beside entries that have none
     if gpu is not None:
         known = sorted(set(df["gpu"].dropna()))
         matches = [g for g in known if g == gpu] or [g for g in known if gpu.lower() in g.lower()]
@@ -119,7 +124,7 @@ def standings(task: str | None = None, gpu: str | None = None, timing: str = DEF
     group = ["task", "gpu", "shapes"]
     df["best_so_far_ns"] = df.groupby(group)["geomean_ns"].cummin()
     df["rank"] = df.groupby(group)["geomean_ns"].rank(method="min").astype(int)
-    columns = ["task", "gpu", "shapes", "rank", "version", "geomean_ns", "best_so_far_ns", "when", "sha256"]
+    columns = ["task", "gpu", "shapes", "rank", "version", "geomean_ns", "best_so_far_ns", "schema", "when", "sha256"]
     table = df.sort_values([*group, "rank"])[columns]
     ranked = table.astype(object).where(table.notna(), None).to_dict(orient="records")
     return Board(timing, sorted(set(table["gpu"])), ranked)
