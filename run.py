@@ -514,10 +514,10 @@ def submit(file, task, submission, best, candidates, rounds, timing, shapes, rem
         report.render(summary, out)
         if summary.passed:
             break
+        why = "failed leaderboard mode"
         failed = next((r for r in summary.records if r["status"] != "pass"), None)
-        said = brief(failed.get("message") or "").splitlines()[:1] if failed else []
-        why = f"failed leaderboard mode ({failed['status']}: {said[0] if said else 'no message'})" if failed \
-            else "failed leaderboard mode"
+        if failed:
+            why += f" ({failed['status']}: {(brief(failed.get('message') or '').splitlines() or ['no message'])[0]})"
         decision = decision.without(submission, why) if decision else None
         if decision is None:
             fail("leaderboard mode did not pass: nothing was submitted.", code=1)

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
-from harness.device import FLUSH_L2_MULTIPLE  # noqa: E402
+from harness.device import flush_bytes  # noqa: E402
 from harness.hold import StreamHold  # noqa: E402
 from harness.rules import task_rules  # noqa: E402
 from reference import get_task  # noqa: E402
@@ -39,10 +39,10 @@ from reference.cases import cases  # noqa: E402
 WAYS = ("contest", "clear, held", "flush, held", "clear, clean L2", "held, flush elsewhere", "held, clear elsewhere")
 
 
-def elsewhere(conn, clear_bytes: int, flush_bytes: int):
+def elsewhere(conn, clear_bytes: int, flush_size: int):
     """The second process: a clear or a flush in its own CUDA context whenever asked, synchronized, answered."""
     clear = torch.empty(clear_bytes // 4, dtype=torch.float32, device="cuda")
-    flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda")
+    flush = torch.empty(flush_size // 4, dtype=torch.int32, device="cuda")
     conn.send("ready")
     while (what := conn.recv()) is not None:
         clear.normal_() if what == "clear" else flush.zero_()
@@ -68,13 +68,13 @@ def main():
     kernel = load(args.version)
     props = torch.cuda.get_device_properties(0)
     clear_bytes = task_rules("gemv").eval.clear_bytes
-    flush_bytes = FLUSH_L2_MULTIPLE * props.L2_cache_size
+    flush_size = flush_bytes()
     clear = torch.empty(clear_bytes // 4, dtype=torch.float32, device="cuda")
-    flush = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda")
+    flush = torch.empty(flush_size // 4, dtype=torch.int32, device="cuda")
     flag = torch.zeros(1024, dtype=torch.int32).pin_memory()
     hold = StreamHold(flag)
     conn, theirs = multiprocessing.get_context("spawn").Pipe()
-    other = multiprocessing.get_context("spawn").Process(target=elsewhere, args=(theirs, clear_bytes, flush_bytes),
+    other = multiprocessing.get_context("spawn").Process(target=elsewhere, args=(theirs, clear_bytes, flush_size),
                                                           daemon=True)
     other.start()
     conn.recv()

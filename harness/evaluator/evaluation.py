@@ -135,8 +135,7 @@ class L2Flush:
     """The evaluator's L2 flush: persisting lines reset, then a write of 4x the L2 size."""
 
     def __init__(self):
-        l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 64 << 20
-        self.buffer = torch.empty(devices.FLUSH_L2_MULTIPLE * l2 // 4, dtype=torch.int32, device="cuda")
+        self.buffer = torch.empty(devices.flush_bytes() // 4, dtype=torch.int32, device="cuda")
         self.cudart = devices._cudart()
 
     def __call__(self):

@@ -1,10 +1,10 @@
 """What the worker does around the submission's calls: one untimed call, or one timed sample.
 
 A timed sample is the contest's: the N calls back to back between two CUDA events. On a GPU with arena
-timing the worker queues the hold, the L2's refill (the tail of the contest's clear, in this context), the
-start event, the N calls and the end event, says "queued", and the evaluator then writes the inputs, flushes
-the L2 and releases the hold; under contest timing the evaluator
-has written the inputs first and the worker runs the contest's clear. On a CPU the calls run when the
+timing the worker queues the hold, the L2's refill (the contest's randn, in this context), the start event,
+the N calls and the end event, says "queued", and the evaluator then writes the inputs, flushes the L2 and
+releases the hold; under contest timing the evaluator has written the inputs first and the worker runs the
+contest's clear. On a CPU the calls run when the
 evaluator says "go". Afterwards each returned output that is not its slot's c is copied into c, where the
 evaluator reads it. Nothing here decides a verdict: every number and output goes to the evaluator.
 """
@@ -108,9 +108,9 @@ class SelfCheck:
     """Defence in depth inside the worker (a speed bump: the submission shares this process and can undo any of
     it): after each sample, no torch function or dispatch mode left on, no trace or profile hook, no thread the
     sample started, the worker's own functions and its classes' methods unreplaced (its device's refill and start
-    among them), and its CUDA context's persisting-L2 limit as it was
-    before the submission was imported (lines kept persisting would survive the L2 flush; the limit is per
-    context, so only the worker can read it). The evaluator's checks do not depend on it."""
+    among them), and its CUDA context's persisting-L2 limit as it was before the submission was imported (lines
+    kept persisting would survive the L2 flush; the limit is per context, so only the worker can read it). The
+    evaluator's checks do not depend on it."""
 
     def __init__(self, modules: list, device, instances: tuple = ()):
         """modules: whose functions, and whose classes' methods, must stay as they are; instances: objects of the
