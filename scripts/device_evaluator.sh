@@ -48,26 +48,33 @@ one() {  # one() LABEL SECONDS run.py-arguments...: appends {label, seconds, rc,
   echo "$(date +%T) $label rc=$rc" >> "$OUT/log.txt"
 }
 has() { [[ "$STEPS" == *" $1 "* ]]; }
+logged() {  # logged WHAT: the last command's exit status, stamped, in log.txt (read before $(date) resets it)
+  local rc=$?
+  echo "$(date +%T) $1 rc=$rc" >> "$OUT/log.txt"
+}
 
 python3 -m harness.sweep.builds "${BEST[@]}" >> "$OUT/build.log" 2>&1 &
 BUILD=$!
 
 if [ -n "${REDTEAM_K:-}" ]; then
   python3 -m pytest -q -m slow tests/test_redteam.py -k "$REDTEAM_K" >> "$OUT/redteam.log" 2>&1
-  echo "$(date +%T) redteam -k $REDTEAM_K rc=$?" >> "$OUT/log.txt"
+  logged "redteam -k $REDTEAM_K"
 elif has redteam; then
   ALONE="forge_report or intermittent_forge"
   python3 -m pytest -q -n 4 tests/test_redteam.py tests/test_sandbox.py -k "not ($ALONE) and not honest_v0" \
     >> "$OUT/redteam.log" 2>&1
-  echo "$(date +%T) redteam in parallel rc=$?" >> "$OUT/log.txt"
+  logged "redteam in parallel"
   wait $BUILD
+  logged "build"
   python3 -m pytest -q -m slow tests/test_redteam.py -k "$ALONE" >> "$OUT/redteam.log" 2>&1
-  echo "$(date +%T) redteam alone rc=$?" >> "$OUT/log.txt"
+  logged "redteam alone"
   cp tests/redteam/_honest.py /tmp/honest_gemm.py && printf '\n\ncustom_kernel = honest\n' >> /tmp/honest_gemm.py
   one "redteam _honest" 150 --task gemm --submission /tmp/honest_gemm.py --mode benchmark --shapes smoke --case 0
 fi
-wait $BUILD
-echo "$(date +%T) build rc=$?" >> "$OUT/log.txt"
+if ! has redteam || [ -n "${REDTEAM_K:-}" ]; then
+  wait $BUILD
+  logged "build"
+fi
 has template && one "template_scaled_mm test" 90 tests/submissions/template_scaled_mm.py --mode test --case 0 --no-record
 if has best; then
   for spec in "${BEST[@]}"; do
@@ -107,11 +114,11 @@ if has default; then
 fi
 if has gap; then
   timeout 300 python3 scripts/gemv_gap_probe.py --rounds 2 > "$OUT/gemv_gap.md" 2>> "$OUT/log.txt"
-  echo "$(date +%T) gemv gap probe rc=$?" >> "$OUT/log.txt"
+  logged "gemv gap probe"
 fi
 if has stream; then
   timeout 300 python3 scripts/gemv_stream_probe.py > "$OUT/gemv_stream.md" 2>> "$OUT/log.txt"
-  echo "$(date +%T) gemv stream probe rc=$?" >> "$OUT/log.txt"
+  logged "gemv stream probe"
 fi
 if has sweep; then
   if [[ "${SWEEP_VERSIONS:-all}" == *missing* ]]; then  # `run.py merge` takes the copies back as known records
@@ -120,7 +127,7 @@ if has sweep; then
   for task in ${SWEEP_TASKS:-gemv gemm dual_gemm group_gemm}; do
     timeout "${SWEEP_SECONDS:-600}" python3 run.py sweep --task "$task" --versions "${SWEEP_VERSIONS:-all}" \
       --mode benchmark --json > "$OUT/results/sweep_$task.json" 2>> "$OUT/log.txt"
-    echo "$(date +%T) sweep $task rc=$?" >> "$OUT/log.txt"
+    logged "sweep $task"
   done
 fi
 [ -s "$OUT/runs.jsonl" ] && python3 scripts/wall_share.py "$OUT/runs.jsonl" --markdown > "$OUT/share.md" 2>&1

@@ -43,6 +43,9 @@ ON_A_GPU = {  # where a GPU leaves the attack nothing to act on: either verdict 
     # children forked from a CUDA process cannot write the GPU's slots; its inline fallback does the work after the
     # region, which the witness sees once the warm-up's samples are judged
     "prefork_between": (("fail", "mismatch"), ("tampered", "the evaluator's clock saw")),
+    # its helpers queue the calls' GPU work after the worker's last synchronize; the evaluator's copies of the
+    # outputs, which end its clock, run before that work (stale outputs) or after it (inside the witness)
+    "starved_main": (("fail", "mismatch"), ("tampered", "the evaluator's clock saw")),
 }
 NEEDS_CC = {"starved_main", "prefork_between"}  # build their spin loops with cc
 GPU_CASES = [
