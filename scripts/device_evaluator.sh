@@ -16,7 +16,8 @@
 #   stream   scripts/gemv_stream_probe.py: gemv v12 timed after the contest's clear in its own process or in a
 #            second one, with its inputs' pages touched or other pages swept first (gemv_stream.md)
 #   sweep    the SWEEP_VERSIONS (default all; missing: those without a complete run on this GPU, against a copy of
-#            the stored records) of each task in SWEEP_TASKS (default: all four) in benchmark mode, builds first
+#            the stored records; SWEEP_VERSIONS_<task> for one task's own) of each task in SWEEP_TASKS (default: all
+#            four) in benchmark mode, builds first
 #            (run.py sweep), each task's summary in results.tgz (sweep_<task>.json), within SWEEP_SECONDS each (default 600)
 # Usage on the device (with landlockpy's wheel carried in .whl/):
 #   NVFP4_ARENA_COMMIT=<hash> [STEPS="redteam best v0"] bash scripts/device_evaluator.sh [task:version ...]
@@ -125,7 +126,8 @@ if has sweep; then
     for f in results/*.jsonl; do cat "$f" >> "$NVFP4_ARENA_RESULTS/${f##*/}"; done
   fi
   for task in ${SWEEP_TASKS:-gemv gemm dual_gemm group_gemm}; do
-    timeout "${SWEEP_SECONDS:-600}" python3 run.py sweep --task "$task" --versions "${SWEEP_VERSIONS:-all}" \
+    own=SWEEP_VERSIONS_$task
+    timeout "${SWEEP_SECONDS:-600}" python3 run.py sweep --task "$task" --versions "${!own:-${SWEEP_VERSIONS:-all}}" \
       --mode benchmark --json > "$OUT/results/sweep_$task.json" 2>> "$OUT/log.txt"
     logged "sweep $task"
   done
