@@ -561,12 +561,14 @@ def plot(task, gpu, timing, as_json, smoke, out_dir):
 
 @cli.command("leaderboard")
 @click.option("--task", "--leaderboard", "task", type=TASK)
+@click.option("--all-schemas", is_flag=True,
+              help="Rank arena entries from before record schema 7 too (timed without the L2 refill).")
 @view_options
-def leaderboard_cmd(task, gpu, timing, as_json):
+def leaderboard_cmd(task, all_schemas, gpu, timing, as_json):
     """Local standings per task and GPU, ranked by geomean, with the best so far over time."""
     from harness.views import report
     from harness.views.standings import standings
-    board = answer(standings, task, gpu, timing)
+    board = answer(standings, task, gpu, timing, all_schemas)
     if as_json:
         return emit_json(board.as_json())
     report.console().print(frame_table(board.table, board.title))

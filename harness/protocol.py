@@ -20,6 +20,7 @@ def brief(message: str) -> str:
 
 
 SCHEMA = 7
+ARENA_REFILL_SCHEMA = 7  # the first schema whose arena timing refilled the L2: arena numbers before it are another method
 LEGACY_TIMING = "legacy"
 RECORD_TIMINGS = (*TIMINGS, LEGACY_TIMING)  # what a stored record's timing method reads as (timing_of)
 

@@ -1,5 +1,6 @@
 """Synthetic benchmark records and leaderboard entries for the view tests (no timing runs needed)."""
 from harness import results
+from harness.protocol import SCHEMA
 from reference.cases import cases
 
 H200 = "NVIDIA H200"
@@ -32,9 +33,9 @@ def store(results_dir, records):
         results.append(results_dir / f"{r['task']}.jsonl", r)
 
 
-def entry(task, version, geomean_us, *, gpu=H200, timing="arena", when="2026-11-22T10:00:00"):
+def entry(task, version, geomean_us, *, gpu=H200, timing="arena", when="2026-11-22T10:00:00", schema=SCHEMA):
     rec = {"task": task, "version": version, "gpu": gpu, "shapes": "contest", "geomean_ns": geomean_us * 1e3,
            "when": when, "sha256": "ab" * 32, "run_id": f"{task}-{version}-{when}"}
     if timing != "legacy":
-        rec["timing"] = timing
+        rec |= {"timing": timing, "schema": schema}
     return rec

@@ -208,6 +208,23 @@ def test_leaderboard_filters_by_gpu_and_timing(results_dir):
     assert out.returncode == 1 and "NVIDIA H200 (2 entries)" in flat(out.stderr)
 
 
+def test_leaderboard_ranks_arena_entries_of_the_current_method_unless_asked(results_dir):
+    from harness.views.standings import standings
+    for e in (entry("gemv", "v12", 31.5), entry("gemv", "v12", 30.7, schema=6), entry("gemv", "v11", 30.0, schema=None),
+              entry("gemv", "v9", 35.0, timing="contest", schema=5)):
+        results.append(results_dir / "leaderboard.jsonl", e)
+    board = standings("gemv")
+    assert [(r["version"], r["rank"]) for r in board.rows] == [("v12", 1)]  # refilled entries only
+    assert "left out: 2 arena entries from before record schema 7" in board.note
+    every = standings("gemv", all_schemas=True)
+    assert [r["geomean_ns"] for r in every.rows] == [30.0e3, 30.7e3, 31.5e3] and not every.note
+    assert [r["version"] for r in standings("gemv", timing="contest").rows] == ["v9"]  # the contest loop never changed
+    results_dir.joinpath("leaderboard.jsonl").unlink()
+    results.append(results_dir / "leaderboard.jsonl", entry("gemv", "v12", 30.7, schema=6))
+    only_old = standings("gemv")
+    assert only_old.rows == [] and "--all-schemas" in only_old.note
+
+
 @pytest.mark.slow
 def test_plots_keep_one_file_per_gpu_timing_and_shape_set(results_dir):
     store(results_dir, run("gemv", "v0", "a", [400, 500, 600]) + run("gemv", "v1", "b", [90, 80, 70])
