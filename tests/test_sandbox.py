@@ -186,6 +186,24 @@ def test_a_worker_running_as_root_cannot_write_disks_or_the_kernels_settings():
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not landlock_available() or os.geteuid() != 0,
+                    reason="needs Landlock, and root: to anyone else these calls need capabilities it never had")
+def test_a_worker_running_as_root_cannot_freeze_chown_or_mark_files_it_may_only_read(tmp_path):
+    """tests/redteam/root_metadata.py fails to import if it can chattr +i, chown or set a trusted xattr on a file
+    outside its writable folders: the worker drops every capability after Landlock and seccomp."""
+    target = tmp_path / "records.jsonl"
+    target.write_text("{}\n")
+    proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
+                           str(ROOT / "tests" / "redteam" / "root_metadata.py"), "--mode", "test", "--case", "0",
+                           "--json", "--no-record"], capture_output=True, text=True, timeout=600, cwd=ROOT,
+                          env={**os.environ, "REDTEAM_TARGET": str(target)})
+    records = json.loads(proc.stdout)[0]["records"]
+    assert [r["status"] for r in records] == ["pass", "pass"], records[0]["message"]
+    assert "no capabilities" in records[0]["sandbox"]
+    assert os.stat(target).st_uid == 0 and not os.listxattr(target)
+
+
+@pytest.mark.slow
 def test_a_process_at_a_reused_pid_is_still_the_workers_stray(results_dir):
     """tests/redteam/pid_reuse.py: the benchmark's worker (a spare started just after the test worker) plants an
     orphan at the test worker's pid once that one has ended; told apart by its start time, it is killed."""

@@ -77,10 +77,12 @@ class Worker:
         from harness.worker import sample
         if FILE_TRITON_CACHE in os.environ:  # the hold was built in the harness's cache; the file builds in its own
             os.environ["TRITON_CACHE_DIR"] = os.environ.pop(FILE_TRITON_CACHE)
-        self.kernel = import_submission(Path(self.path)).custom_kernel
         harness_modules = [sys.modules[name] for name in ("harness.device", "harness.hold") if name in sys.modules]
-        self.check = sample.SelfCheck([sample, sys.modules[__name__], self.channel, *harness_modules], self.device,
-                                      (self.device, self.hold))
+        check = sample.SelfCheck([sample, sys.modules[__name__], self.channel, *harness_modules], self.device,
+                                 (self.device, self.hold))
+        self.kernel = import_submission(Path(self.path)).custom_kernel
+        check.imported()
+        self.check = check
 
     def map_slots(self, message):
         from harness.layout import open_slot

@@ -15,6 +15,12 @@ call and every call made as another architecture (a 64-bit process can still mak
 CLONE_INTO_CGROUP starts a child in any cgroup whose folder the worker can open, even as an O_PATH descriptor,
 which Landlock does not check, and that would take it out of the cgroup in which the evaluator ends the worker's
 processes (harness.evaluator.cgroup). The filter is inherited too and cannot be removed.
+
+Last, the worker gives up every capability (bounding, ambient, effective, permitted and inheritable sets), which
+no process it starts can regain. Landlock checks writes, not metadata calls nor ioctls on regular files: a worker
+running as root could otherwise make the records immutable (chattr), hand them to another owner, or shut down the
+file system under them (ext4's shutdown ioctl, through a read-only descriptor). Without capabilities, root is an
+owner like any user: it can still change the mode, times and user xattrs of files its uid owns (threat-model.md).
 """
 import ctypes
 import glob
@@ -74,9 +80,32 @@ def refuse_clone3() -> str:
     return "clone3 refused"
 
 
+PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+CAPABILITY_VERSION_3 = 0x20080522  # capset's header version for 64-bit capability sets (two 32-bit words each)
+
+
+def drop_capabilities() -> str:
+    """Every capability gone from this process for good; what is in force, as a phrase for the sandbox line."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    word = ctypes.c_ulong
+    try:
+        with open("/proc/sys/kernel/cap_last_cap") as f:
+            last = int(f.read())
+    except (OSError, ValueError):
+        last = 63
+    for cap in range(last + 1):  # fails without CAP_SETPCAP, where there is nothing to keep out of reach anyway
+        libc.prctl(PR_CAPBSET_DROP, word(cap), word(0), word(0), word(0))
+    libc.prctl(PR_CAP_AMBIENT, word(PR_CAP_AMBIENT_CLEAR_ALL), word(0), word(0), word(0))
+    header = struct.pack("Ii", CAPABILITY_VERSION_3, 0)  # this process
+    data = ctypes.create_string_buffer(24)  # effective, permitted, inheritable: zero, twice
+    if libc.capset(ctypes.c_char_p(header), data) != 0:
+        return f"capabilities kept (capset refused: {os.strerror(ctypes.get_errno())})"
+    return "no capabilities"
+
+
 def confine(writable: list[str]) -> str:
     landlock = confine_files(writable)
-    return landlock if landlock.startswith("none") else f"{landlock}; {refuse_clone3()}"
+    return landlock if landlock.startswith("none") else f"{landlock}; {refuse_clone3()}; {drop_capabilities()}"
 
 
 def confine_files(writable: list[str]) -> str:

@@ -113,10 +113,14 @@ class SelfCheck:
     evaluator's checks do not depend on it."""
 
     def __init__(self, modules: list, device, instances: tuple = ()):
-        """modules: whose functions, and whose classes' methods, must stay as they are; instances: objects of the
-        worker's (its device, its hold) whose methods no attribute of their own may shadow."""
+        """Made before the submission is imported, so that what its import replaces is found too. modules: whose
+        functions, modules, and classes' methods must stay as they are; instances: objects of the worker's (its
+        device, its hold) whose methods no attribute of their own may shadow."""
         self.device = device
         self.l2_limit = device.persisting_l2_limit()
+        # the probes, bound now: swapping the torch, sys or threading these modules name changes none of them
+        self.probes = (torch._C._len_torch_function_stack, torch._C._len_torch_dispatch_stack, sys.gettrace,
+                       sys.getprofile, threading.enumerate)
         self.functions = {}
         for module in modules:
             owner = getattr(module, "__name__", type(module).__name__)
@@ -128,23 +132,30 @@ class SelfCheck:
         self.instances = [i for i in instances if i is not None]
         self.threads = set(threading.enumerate())
 
+    def imported(self):
+        """The submission is imported: threads its import started (a compiler's pool) are its own, not a sample's."""
+        self.threads = set(self.probes[4]())
+
     def _keep(self, owner: str, holder, name: str, obj):
         if isinstance(obj, types.FunctionType):  # plain Python functions (a Triton kernel object is left alone)
             self.functions[f"{owner}.{name}"] = (holder, name, obj, obj.__code__)
+        elif isinstance(obj, types.ModuleType):  # the modules they call through
+            self.functions[f"{owner}.{name}"] = (holder, name, obj, None)
 
     def findings(self) -> list[str]:
         found = []
-        if torch._C._len_torch_function_stack():
+        function_modes, dispatch_modes, gettrace, getprofile, enumerate_threads = self.probes
+        if function_modes():
             found.append("a torch function mode is active")
-        if torch._C._len_torch_dispatch_stack():
+        if dispatch_modes():
             found.append("a torch dispatch mode is active")
-        if sys.gettrace() is not None or sys.getprofile() is not None:
+        if gettrace() is not None or getprofile() is not None:
             found.append("a trace or profile hook is set")
-        extra = [t.name for t in threading.enumerate() if t not in self.threads and t.is_alive()]
+        extra = [t.name for t in enumerate_threads() if t not in self.threads and t.is_alive()]
         if extra:
             found.append(f"threads left running: {', '.join(extra)}")
         replaced = [name for name, (module, attr, obj, code) in self.functions.items()
-                    if getattr(module, attr, None) is not obj or obj.__code__ is not code]
+                    if getattr(module, attr, None) is not obj or (code is not None and obj.__code__ is not code)]
         replaced += [f"{type(i).__name__}.{attr}" for i in self.instances for attr in vars(i)
                      if callable(getattr(type(i), attr, None))]
         if replaced:

@@ -4,8 +4,10 @@ The witness (harness/evaluator/witness.py, Witness.judge / judge_all) turns flag
 when IN_A_ROW=3 are flagged *in a row*, or when the *median* excess over all samples exceeds the margin. A sample
 whose excess is enormous but is followed by an honest one resets the counter, and fewer than half the samples
 cannot move the median. So: compute honestly every time, but on samples 4, 6, 8, ... (never two in a row, always
-fewer than half of any prefix of samples) report 1/20 of the real region. The device classes (harness/device.py: HostDevice on a CPU, GpuDevice on a GPU)
-are not covered by the worker's SelfCheck, so patching their elapsed_ns leaves no finding.
+fewer than half of any prefix of samples) report 1/20 of the real region, through the device classes' elapsed_ns
+(harness/device.py: HostDevice on a CPU, GpuDevice on a GPU). The worker's self-check would report that, so the file
+silences it first, as forge_report.py does: the self-check runs in the file's own process, and only the witness
+is left.
 
 Each sample's real and reported region are printed to stderr, which the evaluator forwards."""
 import sys
@@ -34,6 +36,9 @@ def _report(real):
 
 for _cls in (_device.HostDevice, _device.GpuDevice):
     _cls.elapsed_ns = _forging(_cls.elapsed_ns)
+_sample = sys.modules.get("harness.worker.sample")
+if _sample is not None:
+    _sample.SelfCheck.findings = lambda self: []
 
 
 def custom_kernel(data):
