@@ -207,7 +207,8 @@ class ArenaGroup(click.Group):
 @click.option("--timeout", type=float, help="Seconds one case may take before its worker is killed (default per mode).")
 @click.option("--case", "only", type=int, multiple=True, help="Run only the case with this index (repeatable).")
 @click.option("--no-record", is_flag=True, help="Do not append records to results/.")
-@click.option("--seed", "secret_seed", type=int, help="Leaderboard mode: secret seed (default: a fresh random one).")
+@click.option("--seed", "secret_seed", type=int, help="Leaderboard mode: seed of its inputs, to reproduce a run "
+              "(default: a fresh secret one; a seed given here is on the command line, which the file can read).")
 @click.option("--ncu", is_flag=True, help="Profile mode: run each benchmark shape under Nsight Compute instead.")
 @click.option("--timing", type=click.Choice(TIMINGS), default=DEFAULT_TIMING, show_default=True,
               help="arena: 4x-L2 flush, then a hold that hides the host's queueing as the contest's clear does; "
@@ -482,7 +483,8 @@ def choose_best(task, shapes, timing, candidates, rounds, console):
               help="With --best: rank stored records timed this way.")
 @click.option("--shapes", type=SHAPES, default="auto", show_default=True)
 @click.option("--remote", is_flag=True, help="Also submit to the real contest with popcorn-cli (must be on PATH).")
-@click.option("--seed", "secret_seed", type=int, help="Secret seed (default: a fresh random one).")
+@click.option("--seed", "secret_seed", type=int, help="Seed of the leaderboard inputs, to reproduce a run (default: "
+              "a fresh secret one; a seed given here is on the command line, which the file can read).")
 @click.option("--json", "as_json", is_flag=True, help="Print the entry (and the --best decision) as JSON on stdout.")
 def submit(file, task, submission, best, candidates, rounds, timing, shapes, remote, secret_seed, as_json):
     """Leaderboard mode on one file; on success, a local leaderboard entry and a contest-ready file."""
@@ -523,9 +525,13 @@ def submit(file, task, submission, best, candidates, rounds, timing, shapes, rem
             fail("leaderboard mode did not pass: nothing was submitted.", code=1)
         err_console.print(f"{submission} {why}: submitting {decision.winner}, the next candidate", markup=False)
         submission = decision.winner
-    entry = standings.add_entry(sub, summary, shapes)
+    try:
+        source = standings.measured_source(sub)
+    except SubmissionError as exc:
+        fail(str(exc), code=1)
+    entry = standings.add_entry(sub, summary, shapes, source)
     board = task_config(sub.task)["leaderboard"]
-    path = standings.contest_file(sub, board, entry["gpu"])
+    path = standings.contest_file(sub, source, board, entry["gpu"])
     command = standings.popcorn_command(path, board)
     out.print(f"added {sub.version} ({entry['geomean_ns'] / 1e3:,.2f} µs geomean on {entry['gpu']}) to "
               f"{standings.leaderboard_path(entry['gpu'])}", markup=False)

@@ -2,6 +2,7 @@
 import importlib
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -352,3 +353,33 @@ def test_the_worker_self_check_reports_a_changed_persisting_l2_limit():
     assert check.findings() == []
     device.limit = 32 << 20
     assert check.findings() == [f"the persisting-L2 cache limit changed (0 -> {32 << 20} bytes)"]
+
+
+def test_a_worker_folder_that_refuses_removal_does_not_end_the_run():
+    """What a worker leaves in its folder may refuse removal (here: an immutable file, which only a worker with
+    capabilities could set); stopping the worker then leaves the folder instead of raising between jobs."""
+    import array
+    import fcntl
+    from harness.evaluator.sandbox import worker_environment
+    _, _, scratch = worker_environment([])
+    pinned = os.path.join(scratch.name, "pinned")
+    open(pinned, "w").close()
+    fd = os.open(pinned, os.O_RDONLY)
+    flags = array.array("l", [0])
+    try:
+        fcntl.ioctl(fd, 0x80086601, flags, True)  # FS_IOC_GETFLAGS
+        flags[0] |= 0x10  # FS_IMMUTABLE_FL
+        fcntl.ioctl(fd, 0x40086602, flags, True)  # FS_IOC_SETFLAGS
+    except OSError:
+        os.close(fd)
+        scratch.cleanup()
+        pytest.skip("needs CAP_LINUX_IMMUTABLE and a file system with inode flags")
+    try:
+        scratch.cleanup()
+        assert os.path.exists(pinned)
+    finally:
+        flags[0] &= ~0x10
+        fcntl.ioctl(fd, 0x40086602, flags, True)
+        os.close(fd)
+        scratch.cleanup()
+    assert not os.path.exists(scratch.name)

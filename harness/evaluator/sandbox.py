@@ -13,10 +13,12 @@
 """
 import hashlib
 import os
+import shutil
 import site
 import sys
 import sysconfig
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import ROOT
@@ -66,8 +68,20 @@ def build_environment(paths: list) -> dict:
     return cache_variables(build_cache(paths))
 
 
-def worker_environment(paths: list) -> tuple[dict, list[str], tempfile.TemporaryDirectory]:
-    scratch = tempfile.TemporaryDirectory(prefix="nvfp4-arena-worker-")
+@dataclass(frozen=True)
+class Scratch:
+    """The worker's own temporary folder. What the worker left there may refuse removal (modes it set): cleanup()
+    then leaves it, and never raises between a run's jobs (TemporaryDirectory's own cleanup did, even when told
+    to ignore errors, on Python 3.11.7)."""
+
+    name: str
+
+    def cleanup(self):
+        shutil.rmtree(self.name, ignore_errors=True)
+
+
+def worker_environment(paths: list) -> tuple[dict, list[str], Scratch]:
+    scratch = Scratch(tempfile.mkdtemp(prefix="nvfp4-arena-worker-"))
     folder = build_cache(paths)
     caches = cache_variables(folder)
     for cache in caches.values():
