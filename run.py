@@ -525,13 +525,9 @@ def submit(file, task, submission, best, candidates, rounds, timing, shapes, rem
             fail("leaderboard mode did not pass: nothing was submitted.", code=1)
         err_console.print(f"{submission} {why}: submitting {decision.winner}, the next candidate", markup=False)
         submission = decision.winner
-    try:
-        source = standings.measured_source(sub)
-    except SubmissionError as exc:
-        fail(str(exc), code=1)
-    entry = standings.add_entry(sub, summary, shapes, source)
+    entry = standings.add_entry(sub, summary, shapes)
     board = task_config(sub.task)["leaderboard"]
-    path = standings.contest_file(sub, source, board, entry["gpu"])
+    path = standings.contest_file(sub, board, entry["gpu"])
     command = standings.popcorn_command(path, board)
     out.print(f"added {sub.version} ({entry['geomean_ns'] / 1e3:,.2f} µs geomean on {entry['gpu']}) to "
               f"{standings.leaderboard_path(entry['gpu'])}", markup=False)

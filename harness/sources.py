@@ -32,16 +32,3 @@ def keep(path: Path, sha256: str) -> None:
 def kept(sha256: str) -> Path | None:
     path = folder() / f"{sha256}.py"
     return path if path.is_file() else None
-
-
-def measured_text(path: Path, sha256: str) -> str | None:
-    """The content a run measured, by its hash: the file if it still holds it, else the copy kept for it; None
-    where neither does (the file changed since, by an edit or by its own code, and no copy was kept)."""
-    try:
-        text = Path(path).read_text()
-    except OSError:
-        text = None
-    if text is not None and hashlib.sha256(text.encode()).hexdigest() == sha256:
-        return text
-    copy = kept(sha256)
-    return copy.read_text() if copy is not None else None

@@ -30,6 +30,7 @@ class Submission:
     sha256: str  # of the file's content
     code_sha256: str  # of its content less its module docstring (code_sha256)
     headers: dict = field(default_factory=dict)
+    text: str = field(default="", repr=False)  # the content read once, hashed, imported by the worker and submitted
 
 
 def version_key(name: str):
@@ -128,11 +129,13 @@ def resolve(submission: str, task: str | None, leaderboards: dict) -> Submission
     if folder_task != task and LINEAGE_NAME.fullmatch(version):
         version = f"{candidate.resolve().parent.name}-{version}"  # not to be taken for the lineage's own file
     return Submission(candidate.resolve(), task, version, hashlib.sha256(text.encode()).hexdigest(), code_sha256(text),
-                      headers)
+                      headers, text)
 
 
-def import_submission(path: Path):
-    """Import the file as module `submission`, with the repo root first on sys.path (for `task`)."""
+def import_submission(path: Path, source: str | None = None):
+    """Import the file as module `submission`, with the repo root first on sys.path (for `task`). With `source`,
+    that content runs under the file's name, whatever the file holds by now: the worker imports what the
+    evaluator read and hashed, not what a later edit, or another run's worker, left at the path."""
     for p in (str(path.parent), str(ROOT)):
         if p in sys.path:
             sys.path.remove(p)
@@ -140,7 +143,10 @@ def import_submission(path: Path):
     spec = importlib.util.spec_from_file_location("submission", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["submission"] = module
-    spec.loader.exec_module(module)
+    if source is None:
+        spec.loader.exec_module(module)
+    else:
+        exec(compile(source, str(path), "exec"), module.__dict__)
     if not callable(getattr(module, "custom_kernel", None)):
         raise SubmissionError(f"{path} defines no custom_kernel(data) function.")
     return module

@@ -267,31 +267,32 @@ def test_the_contest_file_is_the_measured_file_below_its_headers(tmp_path, resul
     """Only header lines among the opening comments are replaced: a line that only looks like a break (a form
     feed) or like a header, further down, stays as it was measured."""
     from harness.submission import resolve
-    from harness.views.standings import contest_file, measured_source
+    from harness.views.standings import contest_file
     from reference.cases import leaderboards
     body = ('"""k."""\nimport torch\n#!POPCORN gpu H100\ns = """\n#!POPCORN gpu A100\n"""\n'
             'def custom_kernel(data):\n    return data[-1]  # \x0ccustom_kernel = lambda data: data[-1]\n')
     path = tmp_path / "k.py"
     path.write_text("#!POPCORN leaderboard nvfp4_gemv\n# mine\n" + body)
-    sub = resolve(str(path), "gemv", leaderboards())
-    out = contest_file(sub, measured_source(sub), "nvfp4_gemv").read_text()
+    out = contest_file(resolve(str(path), "gemv", leaderboards()), "nvfp4_gemv").read_text()
     assert out == "#!POPCORN leaderboard nvfp4_gemv\n#!POPCORN gpu B200\n# mine\n" + body
 
 
-def test_submit_carries_the_measured_content_never_the_file_as_it_reads_afterwards(tmp_path, results_dir):
-    """A file that rewrites itself after its import (or is edited during the run) is submitted as the content
-    leaderboard mode measured, from the copy kept by its hash; with no copy kept, nothing is submitted."""
-    from harness import sources
-    from harness.submission import SubmissionError, resolve
-    from harness.views.standings import measured_source
+def test_the_worker_runs_and_submit_carries_the_hashed_content_never_the_file_as_it_reads_afterwards(tmp_path,
+                                                                                                     results_dir):
+    """The file is read once, when the run starts: its worker imports that content (not what a later edit, or
+    another run's worker, left at the path), and the contest-ready file and the entry carry it (a file that
+    rewrites itself after its import was once submitted as other code)."""
+    import shutil
+    from harness.evaluator import runner
+    from harness.submission import resolve
+    from harness.views.standings import contest_file
     from reference.cases import leaderboards
+    shutil.copy(ROOT / "tests" / "redteam" / "_honest.py", tmp_path / "_honest.py")
     path = tmp_path / "k.py"
-    path.write_text("def custom_kernel(data):\n    return data[-1]\n")
-    sub = resolve(str(path), "gemv", leaderboards())
-    path.write_text("def custom_kernel(data):\n    return data[-1].zero_()\n")
-    with pytest.raises(SubmissionError, match="changed since leaderboard mode measured it"):
-        measured_source(sub)
-    path.write_text("def custom_kernel(data):\n    return data[-1]\n")
-    sources.keep(path, sub.sha256)  # as a run that stores records keeps it, before the worker imports the file
-    path.write_text("def custom_kernel(data):\n    return data[-1].zero_()\n")
-    assert measured_source(sub) == "def custom_kernel(data):\n    return data[-1]\n"
+    honest = "from _honest import honest\n\n\ndef custom_kernel(data):\n    return honest(data)\n"
+    path.write_text(honest)
+    sub = resolve(str(path), "gemm", leaderboards())
+    path.write_text("def custom_kernel(data):\n    raise RuntimeError('edited after the run started')\n")
+    [summary] = runner.run(runner.RunOptions(sub, "test", "smoke", only=frozenset({0}), record=False))
+    assert summary.passed, [r["message"] for r in summary.records]
+    assert contest_file(sub, "nvfp4_gemm").read_text().endswith(honest)

@@ -12,6 +12,7 @@ import functools
 import gc
 import math
 import time
+from pathlib import Path
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -157,8 +158,12 @@ def build_hold() -> None:
 
 
 class Evaluation:
-    def __init__(self, task: str, path: str, timeout_s: float, timing: str = DEFAULT_TIMING, confined: bool = True):
+    def __init__(self, task: str, path: str, timeout_s: float, timing: str = DEFAULT_TIMING, confined: bool = True,
+                 source: str | None = None):
+        """source: the file's content as the run hashed it (read from `path` now where not given); the worker
+        imports it, whatever the file holds by the time it loads."""
         self.task = get_task(task)
+        self.source = source if source is not None else Path(path).read_text()
         self.timing = timing
         self.timeout_s = timeout_s
         self.seeds = SeedSource()
@@ -186,7 +191,7 @@ class Evaluation:
             if self.hold_built_in == "file":
                 self.sandbox += "; the hold kernel was built in the file's own build cache, where it could plant one"
             with self.unreported("load"):
-                self.worker.send("load")
+                self.worker.send("load", source=self.source)
                 self.worker.expect(("loaded",), time.monotonic() + timeout_s + 60)
         except BaseException:
             self.close()

@@ -126,16 +126,17 @@ def run_job(evaluation: Evaluation, job: Job) -> Result:
                                f"replaced")
 
 
-def start_evaluation(task: str, path: str, timeout_s: float, timing: str, confined: bool):
+def start_evaluation(task: str, path: str, timeout_s: float, timing: str, confined: bool, source: str | None = None):
     """(Evaluation, None), or (None, Result) when the worker could not start or the file did not import."""
     try:
-        return Evaluation(task, path, timeout_s, timing, confined), None
+        return Evaluation(task, path, timeout_s, timing, confined, source), None
     except Verdict as found:
         return None, Result(found.status, found.message)
 
 
 def run_jobs(task: str, path: str, jobs: list, timeout_s: float, on_start=None, on_outcome=None,
-             timing: str = DEFAULT_TIMING, confined: bool = True, keep_going: bool = False) -> None:
+             timing: str = DEFAULT_TIMING, confined: bool = True, keep_going: bool = False,
+             source: str | None = None) -> None:
     """Run jobs in order, each in a healthy worker (replaced after any job that did not pass); calls
     on_outcome(job, result, sandbox) as each ends. After
     a hang or a crash the remaining jobs are skipped unless keep_going; a failing warm-up hands its verdict to the
@@ -161,7 +162,7 @@ def run_jobs(task: str, path: str, jobs: list, timeout_s: float, on_start=None, 
         if on_start:
             on_start(job)
         if evaluation is None:
-            evaluation, fatal = start_evaluation(task, path, timeout_s, timing, confined)
+            evaluation, fatal = start_evaluation(task, path, timeout_s, timing, confined, source)
             if fatal:  # nothing can run if the file does not even import: every job gets the same verdict
                 for rest in jobs[n:]:
                     finish(rest, replace(fatal))
@@ -208,7 +209,7 @@ def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = N
             on_record(rec)
 
     run_jobs(sub.task, str(sub.path), jobs, timeout_s or TIMEOUT_S[mode], on_start=on_start, on_outcome=finished,
-             timing=timing, confined=confined, keep_going=keep_going)
+             timing=timing, confined=confined, keep_going=keep_going, source=sub.text or None)
     return summary
 
 
@@ -233,7 +234,7 @@ def measure_interleaved(subs: list, shapes: str, rounds: int, on_round=None, tim
 
     try:
         for sub in subs:
-            evaluation, fatal = start_evaluation(task, str(sub.path), timeout_s, timing, True)
+            evaluation, fatal = start_evaluation(task, str(sub.path), timeout_s, timing, True, sub.text or None)
             if fatal:
                 failed(sub.version, f"did not start: {fatal.message}")
                 continue

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import results, sources
+from .. import results
 from ..protocol import ARENA_REFILL_SCHEMA, timing_of
 from ..rules import ARENA, DEFAULT_TIMING
 from .lineage import ViewError
-from ..submission import POPCORN, Submission, SubmissionError
+from ..submission import POPCORN, Submission
 
 CONTEST_GPU = "B200"
 BOARD = "leaderboard.jsonl"
@@ -50,20 +50,11 @@ def leaderboard_path(device_name: str | None = None) -> Path:
     return results.records_dir(device_name) / BOARD
 
 
-def measured_source(sub: Submission) -> str:
-    """The content the run measured, which the entry and the contest-ready file carry, never the file as it reads
-    now: a file that rewrites itself after its import would otherwise be submitted as other code."""
-    text = sources.measured_text(sub.path, sub.sha256)
-    if text is None:
-        raise SubmissionError(f"{sub.path} changed since leaderboard mode measured it (sha256 {sub.sha256[:12]}), "
-                              "and no copy of the measured content was kept: nothing was submitted.")
-    return text
-
-
-def add_entry(sub: Submission, summary, shapes: str, source: str) -> dict:
-    """source: measured_source(sub)."""
+def add_entry(sub: Submission, summary, shapes: str) -> dict:
+    """The entry carries the content the run hashed and its worker imported (sub.text), never the file as it reads
+    afterwards: a file that rewrites itself after its import would otherwise be submitted as other code."""
     entry = {
-        "task": sub.task, "version": sub.version, "sha256": sub.sha256, "source": source,
+        "task": sub.task, "version": sub.version, "sha256": sub.sha256, "source": sub.text,
         "geomean_ns": summary.geomean_ns, "shapes": shapes,
         "means_ns": {r["shape"]: r["stats"]["mean"] for r in summary.records if r.get("stats")},
         "gpu": summary.device.get("name"), "run_id": summary.records[0]["run_id"], "when": results.now(),
@@ -81,11 +72,11 @@ def entry_json(entry: dict) -> dict:
     return {**kept, "means": [{"shape": shape, "mean_ns": ns} for shape, ns in entry["means_ns"].items()]}
 
 
-def contest_file(sub: Submission, source: str, leaderboard: str, device_name: str | None = None) -> Path:
+def contest_file(sub: Submission, leaderboard: str, device_name: str | None = None) -> Path:
     """The submission with the contest's #!POPCORN headers, under results/submit/ (a CPU's under
     results/local/submit/): its own header lines among the comments it opens with give way to them, and the rest
     of it is the measured file byte for byte (a header-like line further down may lie inside a string)."""
-    lines = source.split("\n")
+    lines = sub.text.split("\n")
     top = 0
     while top < len(lines) and (not lines[top].strip() or lines[top].lstrip().startswith("#")):
         top += 1

@@ -71,7 +71,7 @@ class Worker:
     def receive(self) -> dict:
         return self.reader.receive(math.inf)
 
-    def load(self):
+    def load(self, source: str | None):
         from harness.protocol import FILE_TRITON_CACHE
         from harness.submission import import_submission
         from harness.worker import sample
@@ -80,7 +80,7 @@ class Worker:
         harness_modules = [sys.modules[name] for name in ("harness.device", "harness.hold") if name in sys.modules]
         check = sample.SelfCheck([sample, sys.modules[__name__], self.channel, *harness_modules], self.device,
                                  (self.device, self.hold))
-        self.kernel = import_submission(Path(self.path)).custom_kernel
+        self.kernel = import_submission(Path(self.path), source).custom_kernel
         check.imported()
         self.check = check
 
@@ -120,7 +120,7 @@ class Worker:
         elif kind == "profile":
             self.send("profiled", report=self.profile(self.slots[message["slot"]]))
         elif kind == "load":
-            self.load()
+            self.load(message.get("source"))
             self.send("loaded")
         else:
             return False
