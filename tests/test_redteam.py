@@ -29,8 +29,9 @@ CPU_CASES = {  # every one now meets freshly drawn inputs the worker cannot pred
     "frame_walk": ("fail", "mismatch"),  # reading the evaluator's state: no expected output in its process
     "dispatch_mode": ("tampered", "a torch dispatch mode is active"),  # changing what the checker computes
     "trace_hook": ("tampered", "a trace or profile hook is set"),
-    "import_time_patch": ("tampered", "worker functions replaced: harness.worker.sample.place_output, "
-                                      "harness.worker.sample.sys"),  # the self-check is made before the import
+    "import_time_patch": ("tampered", "worker functions replaced: harness.device._NOW, "
+                                      "harness.worker.sample.place_output, harness.worker.sample.sys"),  # the
+    # self-check is made before the import
     "forge_report": ("tampered", "the evaluator's clock saw"),  # forging the report: the witness
     "public_seeds": ("fail", "sample 1: input 0: output"),  # stale answers: timed inputs come from keyed seeds
     "swap_words": ("fail", "modified its input tensors"),  # weak input checks: every bit is compared
