@@ -4,6 +4,7 @@ import ast
 import hashlib
 import importlib.util
 import io
+import linecache
 import re
 import sys
 import tokenize
@@ -145,7 +146,9 @@ def import_submission(path: Path, source: str | None = None):
     sys.modules["submission"] = module
     if source is None:
         spec.loader.exec_module(module)
-    else:
+    else:  # what inspect and tracebacks read for the file's lines (Triton compiles a kernel from its source) is that
+        # content too: an entry without a time stamp stays in linecache's cache
+        linecache.cache[str(path)] = (len(source), None, source.splitlines(keepends=True), str(path))
         exec(compile(source, str(path), "exec"), module.__dict__)
     if not callable(getattr(module, "custom_kernel", None)):
         raise SubmissionError(f"{path} defines no custom_kernel(data) function.")

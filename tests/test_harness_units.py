@@ -383,3 +383,14 @@ def test_a_worker_folder_that_refuses_removal_does_not_end_the_run():
         os.close(fd)
         scratch.cleanup()
     assert not os.path.exists(scratch.name)
+
+
+def test_a_submission_imported_from_sent_content_is_that_content_to_inspect_too(tmp_path):
+    """The worker imports the content the evaluator hashed; Triton and the CuTe DSL read a kernel's source through
+    inspect, so that must give the same content, not what the path holds by now."""
+    import inspect
+    path = tmp_path / "k.py"
+    path.write_text("def custom_kernel(data):\n    return 'on disk'\n")
+    module = import_submission(path, "def custom_kernel(data):\n    return 'sent'\n")
+    assert module.custom_kernel(None) == "sent"
+    assert "'sent'" in inspect.getsource(module.custom_kernel) and module.__file__ == str(path)
