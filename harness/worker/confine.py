@@ -105,7 +105,9 @@ def drop_capabilities() -> str:
 
 def confine(writable: list[str]) -> str:
     landlock = confine_files(writable)
-    return landlock if landlock.startswith("none") else f"{landlock}; {refuse_clone3()}; {drop_capabilities()}"
+    if landlock.startswith("none"):  # no file rules to keep a root worker from the records; its capabilities still go
+        return f"{landlock}; {drop_capabilities()}"
+    return f"{landlock}; {refuse_clone3()}; {drop_capabilities()}"
 
 
 def confine_files(writable: list[str]) -> str:
