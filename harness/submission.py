@@ -31,7 +31,8 @@ class Submission:
     sha256: str  # of the file's content
     code_sha256: str  # of its content less its module docstring (code_sha256)
     headers: dict = field(default_factory=dict)
-    text: str = field(default="", repr=False)  # the content read once, hashed, imported by the worker and submitted
+    text: str | None = field(default=None, repr=False)  # the content read once, hashed, imported by the worker and
+    # submitted (resolve reads it; None where nothing was read: the worker reads the path)
 
 
 def version_key(name: str):

@@ -209,7 +209,7 @@ def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = N
             on_record(rec)
 
     run_jobs(sub.task, str(sub.path), jobs, timeout_s or TIMEOUT_S[mode], on_start=on_start, on_outcome=finished,
-             timing=timing, confined=confined, keep_going=keep_going, source=sub.text or None)
+             timing=timing, confined=confined, keep_going=keep_going, source=sub.text)
     return summary
 
 
@@ -234,7 +234,7 @@ def measure_interleaved(subs: list, shapes: str, rounds: int, on_round=None, tim
 
     try:
         for sub in subs:
-            evaluation, fatal = start_evaluation(task, str(sub.path), timeout_s, timing, True, sub.text or None)
+            evaluation, fatal = start_evaluation(task, str(sub.path), timeout_s, timing, True, sub.text)
             if fatal:
                 failed(sub.version, f"did not start: {fatal.message}")
                 continue

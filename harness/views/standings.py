@@ -100,12 +100,6 @@ def run_remote(command: list[str]) -> int:
     return subprocess.run(command).returncode
 
 
-def current_method(entry: dict) -> bool:
-    """Whether an entry was timed as its method times today: arena entries from before the L2 refill
-    (ARENA_REFILL_SCHEMA; older entries carry no schema) read 2-3% fast on gemv."""
-    return timing_of(entry) != ARENA or (entry.get("schema") or 0) >= ARENA_REFILL_SCHEMA
-
-
 def standings(task: str | None = None, gpu: str | None = None, timing: str = DEFAULT_TIMING,
               all_schemas: bool = False) -> Board:
     """Entries of one timing method ranked by geomean per task, GPU and shape set, with the best
@@ -130,8 +124,8 @@ def standings(task: str | None = None, gpu: str | None = None, timing: str = DEF
         return Board(timing, [], [],
                      f"no {timing}-timed entries{f' for {task}' if task else ''} yet (`run.py submit` adds them); "
                      f"stored: {counts(df, 'timing')}: --timing {df['timing'].value_counts().index[0]} shows them")
-    older = picked[[not current_method({"timing": timing, "schema": None if pd.isna(v) else int(v)})
-                     for v in picked["schema"]]]
+    # arena entries from before the L2 refill (older entries carry no schema) read 2-3% fast on gemv: another method
+    older = picked[picked["schema"].fillna(0) < ARENA_REFILL_SCHEMA] if timing == ARENA else picked.iloc[:0]
     note = ""
     if not older.empty and not all_schemas:
         picked = picked.drop(older.index)
