@@ -46,12 +46,18 @@ one() {  # one() LABEL SECONDS run.py-arguments...: appends {label, seconds, rc,
   timeout "$limit" python3 run.py "$@" --json > /tmp/one.json 2>> "$OUT/log.txt"
   rc=$?
   run_line "$label" "$started" "$rc" /tmp/one.json >> "$OUT/runs.jsonl"
-  echo "$(date +%T) $label rc=$rc" >> "$OUT/log.txt"
+  stamp "$label" "$rc"
 }
 has() { [[ "$STEPS" == *" $1 "* ]]; }
-logged() {  # logged WHAT: the last command's exit status, stamped, in log.txt (read before $(date) resets it)
-  local rc=$?
-  echo "$(date +%T) $1 rc=$rc" >> "$OUT/log.txt"
+stamp() { echo "$(date +%T) $1 rc=$2" >> "$OUT/log.txt"; }  # stamp WHAT RC: a step's exit status in log.txt
+logged() {  # logged WHAT: the last command's exit status, stamped (read before $(date) resets it)
+  stamp "$1" $?
+}
+built() {  # the builds waited for and stamped, once, whichever step needs them first
+  [ -n "$BUILD" ] || return 0
+  wait "$BUILD"
+  logged "build"
+  BUILD=
 }
 
 python3 -m harness.sweep.builds "${BEST[@]}" >> "$OUT/build.log" 2>&1 &
@@ -65,17 +71,13 @@ elif has redteam; then
   python3 -m pytest -q -n 4 tests/test_redteam.py tests/test_sandbox.py -k "not ($ALONE) and not honest_v0" \
     >> "$OUT/redteam.log" 2>&1
   logged "redteam in parallel"
-  wait $BUILD
-  logged "build"
+  built
   python3 -m pytest -q -m slow tests/test_redteam.py -k "$ALONE" >> "$OUT/redteam.log" 2>&1
   logged "redteam alone"
   cp tests/redteam/_honest.py /tmp/honest_gemm.py && printf '\n\ncustom_kernel = honest\n' >> /tmp/honest_gemm.py
   one "redteam _honest" 150 --task gemm --submission /tmp/honest_gemm.py --mode benchmark --shapes smoke --case 0
 fi
-if ! has redteam || [ -n "${REDTEAM_K:-}" ]; then
-  wait $BUILD
-  logged "build"
-fi
+built
 has template && one "template_scaled_mm test" 90 tests/submissions/template_scaled_mm.py --mode test --case 0 --no-record
 if has best; then
   for spec in "${BEST[@]}"; do
