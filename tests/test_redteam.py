@@ -35,7 +35,7 @@ CPU_CASES = {  # every one now meets freshly drawn inputs the worker cannot pred
     "forge_report": ("tampered", "the evaluator's clock saw"),  # forging the report: the witness
     "public_seeds": ("fail", "sample 1: input 0: output"),  # stale answers: timed inputs come from keyed seeds
     "swap_words": ("fail", "modified its input tensors"),  # weak input checks: every bit is compared
-    "intermittent_forge": ("tampered", "a second sample over"),  # a forgery in every other sample, never in a row
+    "intermittent_forge": ("tampered", "samples flagged"),  # a forgery in every other sample, never in a row
     "selfcheck_not_a_list": ("tampered", "the worker's report was malformed"),  # every field's type is checked
     "host_ns_string": ("tampered", "the worker's report was malformed"),
     "starved_main": ("tampered", "the evaluator's clock saw"),  # the worker's waits for a CPU are not credited

@@ -474,7 +474,7 @@ class Evaluation:
                 return Result("tampered", f"sample {sample_number}: {contradiction}{crowded(result)}",
                               first_call_ns=first_ns)
             per_call = None if witness.last == WARM_UP else region / n
-            if witness.last == DISCARDED:  # far over the margin once: at least the slowest sample kept, or nothing
+            if witness.last == DISCARDED:  # flagged: at least the slowest sample kept, or nothing
                 discarded_ns += time.perf_counter_ns() - iteration_started
                 per_call = max([per_call, *durations]) if durations else None
             if per_call is not None:
@@ -483,7 +483,8 @@ class Evaluation:
                 pending.append(number(report, "pending_ns"))
                 early += result.hold_released_early or report.get("hold_timed_out") is True
             phases.ns["check"] += time.perf_counter_ns() - checked
-            if per_call is not None and rule.done(durations, time.perf_counter_ns() - timing_started - discarded_ns):
+            if per_call is not None and rule.done(durations, time.perf_counter_ns() - timing_started - discarded_ns) \
+                    and witness.settled():
                 break
         contradiction = witness.judge_all()
         if contradiction:

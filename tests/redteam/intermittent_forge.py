@@ -1,9 +1,9 @@
 """Attack (false number): forge the reported time of a *minority* of samples without bound.
 
 The witness (harness/evaluator/witness.py, Witness.judge / judge_all) turns flagged samples into a verdict only
-when IN_A_ROW=3 are flagged *in a row*, or when the *median* excess over all samples exceeds the margin. A sample
-whose excess is enormous but is followed by an honest one resets the counter, and fewer than half the samples
-cannot move the median. So: compute honestly every time, but on samples 4, 6, 8, ... (never two in a row, always
+when IN_A_ROW of them are flagged *in a row*, or when the *median* excess over all samples exceeds the margin. A
+sample whose excess is enormous but is followed by an honest one resets the counter, and fewer than half the
+samples cannot move the median. So: compute honestly every time, but on samples 4, 6, 8, ... (never two in a row, always
 fewer than half of any prefix of samples) report 1/20 of the real region, through the device classes' elapsed_ns
 (harness/device.py: HostDevice on a CPU, GpuDevice on a GPU). The worker's self-check would report that, so the file
 silences it first, as forge_report.py does: the self-check runs in the file's own process, and only the witness
