@@ -359,3 +359,22 @@ def test_a_discarded_sample_counts_as_the_slowest_kept_and_its_wall_time_not_at_
     assert [len(d) for d in durations] == [1, 2, 3, 4]  # samples 3, 4 (as the slowest), 5, 6; never 1 nor 2
     assert durations[1][1] == max(durations[0])  # not 1 ns / n
     assert now[1] - now[0] > 0.3e9 and clock[1] - clock[0] < now[1] - now[0] - 0.25e9
+
+
+def test_a_job_the_witness_has_not_settled_takes_more_samples(monkeypatch):
+    """With the stop rule met after 2 kept samples, a witness that is not settled for its first 3 answers keeps the job
+    sampling: 3 more samples before it stops."""
+    from dataclasses import replace
+
+    from harness.evaluator import evaluation as ev
+    from harness.evaluator.session import build_jobs
+    from harness.rules import StopRule
+    answers = iter([False, False, False])
+    monkeypatch.setattr(ev.Witness, "settled", lambda self: next(answers, True))
+    timed = build_jobs("gemm", "benchmark", "smoke")[1]
+    evaluation = ev.Evaluation("gemm", str(ROOT / "submissions" / "gemm" / "v0.py"), 120, confined=False)
+    try:
+        result = evaluation.benchmark(replace(timed, stop=StopRule(max_runs=2, min_runs=2)))
+    finally:
+        evaluation.close()
+    assert result.status == "pass" and len(result.samples_ns) == 2 + 3
