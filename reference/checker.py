@@ -77,13 +77,17 @@ def compare(received, expected: torch.Tensor, rtol: float = RTOL, atol: float = 
 @torch.no_grad()
 def all_agree(pairs, rtol: float = RTOL, atol: float = ATOL) -> bool:
     """True when every (received, expected) tensor pair matches in shape and dtype and no element breaks the rule,
-    with one host sync for them all; False sends the caller to compare() for the report."""
-    counts = []
+    with one comparison per device and dtype (the pairs' elements side by side) and one host sync for them all;
+    False sends the caller to compare() for the report."""
+    groups = {}
     for received, expected in pairs:
         if not isinstance(received, torch.Tensor) or tuple(received.shape) != tuple(expected.shape) \
                 or received.dtype != expected.dtype:
             return False
-        counts.append(mismatch_count(received.to(expected.device), expected, rtol, atol).reshape(1))
+        got, want = groups.setdefault((expected.device, expected.dtype), ([], []))
+        got.append(received.to(expected.device).reshape(-1))
+        want.append(expected.reshape(-1))
+    counts = [mismatch_count(torch.cat(got), torch.cat(want), rtol, atol).reshape(1) for got, want in groups.values()]
     return not counts or int(torch.cat(counts).sum().item()) == 0
 
 

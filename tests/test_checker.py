@@ -79,4 +79,7 @@ def test_all_agree_answers_for_many_pairs_at_once_what_compare_answers_for_each(
     off[3, 7, 0] += 5
     for received in (ref.clone(), edge, nan, off, ref.float(), ref[:, :32], None):
         assert all_agree([(ref.clone(), ref), (received, ref)]) == compare(received, ref).ok
+    narrow = ref[:, :32].contiguous()  # pairs of other shapes, as group GEMM's groups: compared side by side
+    assert all_agree([(ref.clone(), ref), (narrow.clone(), narrow)])
+    assert not all_agree([(ref.clone(), ref), (off[:, :32], narrow)])
     assert all_agree([])
