@@ -279,18 +279,21 @@ def test_a_warm_up_times_one_draw_throughout_and_no_two_timed_draws_share_a_seed
     from harness.rules import StopRule
     warm, timed = build_jobs("gemm", "benchmark", "smoke")[:2]
     evaluation = Evaluation("gemm", str(ROOT / "submissions" / "gemm" / "v0.py"), 120, confined=False)
-    drawn, timed_seeds = [], []
-    generate = evaluation.generate
+    drawn, sampled, timed_seeds = [], [], []
+    generate, draw_timed = evaluation.generate, evaluation.draw_timed
     evaluation.generate = lambda job, seed, *args, **kw: drawn.append(seed) or generate(job, seed, *args, **kw)
+    evaluation.draw_timed = lambda job, seed, count: sampled.append((seed, count)) or draw_timed(job, seed, count)
     try:
         for job in (warm, timed, timed):  # the shape's warm-up, its recorded job, and that job again
             drawn.clear()
+            sampled.clear()
             result = evaluation.benchmark(replace(job, stop=StopRule(max_runs=4, min_runs=4)))
             assert result.status == "pass" and len(result.samples_ns) == 4
             n = len(job.seeds)
-            # the correctness pass, the general values, the samples: a job's first one warms the slots, not kept
-            assert len(drawn) == n + 1 + n * (5 if job.record else 1)
-            timed_seeds += drawn[n + 1:]
+            assert drawn == [*job.seeds, job.seeds[0]]  # the correctness pass and the general values: public seeds
+            # one draw of n inputs per sample; a job's first sample warms the slots and is not kept
+            assert [count for _, count in sampled] == [n] * (5 if job.record else 1)
+            timed_seeds += [seed for seed, _ in sampled]
         assert len(set(timed_seeds)) == len(timed_seeds)  # no timed input is drawn twice, within a job or across
     finally:
         evaluation.close()
@@ -378,3 +381,28 @@ def test_a_job_the_witness_has_not_settled_takes_more_samples(monkeypatch):
     finally:
         evaluation.close()
     assert result.status == "pass" and len(result.samples_ns) == 2 + 3
+
+
+def test_the_hold_is_built_once_then_its_mark_spares_the_build(monkeypatch, tmp_path):
+    """build_hold builds into the hold cache and leaves a mark; with the mark there it builds nothing (Triton's cache
+    check alone took 0.6 s of every run's start on an H100); a build that fails leaves no mark."""
+    import types
+
+    from harness.evaluator import evaluation as ev
+    built, fail = [], []
+
+    def build(folder):
+        if fail:
+            raise RuntimeError("no GPU")
+        built.append(folder)
+    monkeypatch.setitem(sys.modules, "harness.hold", types.SimpleNamespace(build=build))
+    mark = tmp_path / "built-x"
+    monkeypatch.setattr(ev, "hold_build_mark", lambda: mark)
+    once = ev.build_hold.__wrapped__
+    fail.append(True)
+    once()
+    assert not built and not mark.exists()
+    fail.clear()
+    once()
+    once()
+    assert built == [str(ev.HOLD_CACHE)] and mark.exists()

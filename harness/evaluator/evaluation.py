@@ -10,6 +10,7 @@ The worker only calls the kernel and reports; every verdict is made here.
 """
 import functools
 import gc
+import hashlib
 import math
 import time
 from pathlib import Path
@@ -145,16 +146,32 @@ class L2Flush:
         self.buffer.zero_()
 
 
+def hold_build_mark() -> Path:
+    """The file that says the hold cache holds this hold kernel for this Triton, torch and GPU: named by a hash of
+    them and of harness/hold.py's source."""
+    from importlib.metadata import version
+
+    from .. import hold
+    key = repr((Path(hold.__file__).read_bytes(), version("triton"), torch.__version__, torch.version.cuda,
+                torch.cuda.get_device_name(), torch.cuda.get_device_capability()))
+    return HOLD_CACHE.parent / f"built-{hashlib.sha256(key.encode()).hexdigest()[:24]}"
+
+
 @functools.cache
 def build_hold() -> None:
     """The worker's hold kernel built in the hold cache, where no worker may write (harness.hold), once per
-    evaluator process (about 0.6 s of Triton's cache check on an H100). Should it fail, the worker builds the hold
-    in its file's own cache and the run's sandbox line says so."""
+    evaluator process and only where no earlier build left its mark (a build is about 0.6 s of Triton's cache
+    check on an H100, even when it finds the kernel). Should the build fail, or the cache lose a piece after it,
+    the worker builds the hold in its file's own cache and the run's sandbox line says so."""
     from ..hold import build
+    mark = hold_build_mark()
+    if mark.exists():
+        return
     try:
         build(str(HOLD_CACHE))
     except Exception:  # noqa: BLE001 - the worker's fallback is named in the run's protection
         return
+    mark.touch()
 
 
 class Evaluation:
