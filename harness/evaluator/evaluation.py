@@ -224,8 +224,10 @@ class Evaluation:
             torch.cuda.empty_cache()
         layout = Layout.of(template)
         self.slots = [Slot(layout) for _ in range(count)]
-        if self.gpu and not all(s.isolated() for s in self.slots):
-            raise Verdict("error", "a shared slot's CUDA segment holds more than that slot (evaluator bug)")
+        if self.gpu:
+            segments = torch.cuda.memory_snapshot()  # one for every slot: each snapshot lists every segment
+            if not all(s.isolated(segments) for s in self.slots):
+                raise Verdict("error", "a shared slot's CUDA segment holds more than that slot (evaluator bug)")
         fds = tuple(s.fd for s in self.slots if s.fd is not None)
         self.worker.send("slots", fds=fds, layout=layout.to_wire(), handles=[s.handle() for s in self.slots])
         self.worker.expect(("mapped",), self.deadline())

@@ -123,13 +123,14 @@ class Slot:
         ForkingPickler(out).dump(self.buffers["cuda"])
         return {"cuda": out.getvalue().hex()}
 
-    def isolated(self) -> bool:
-        """True when the CUDA segment the worker maps holds this slot's buffer and nothing else."""
+    def isolated(self, segments: list | None = None) -> bool:
+        """True when the CUDA segment the worker maps holds this slot's buffer and nothing else. segments: the
+        allocator's snapshot (torch.cuda.memory_snapshot(), taken here if not given; one serves many slots)."""
         buf = self.buffers.get("cuda")
         if buf is None:
             return True
         ptr = buf.data_ptr()
-        for segment in torch.cuda.memory_snapshot():
+        for segment in torch.cuda.memory_snapshot() if segments is None else segments:
             if segment["address"] <= ptr < segment["address"] + segment["total_size"]:
                 live = [b for b in segment["blocks"] if b["state"] == "active_allocated"]
                 return len(live) == 1 and segment["total_size"] == buf.numel()
