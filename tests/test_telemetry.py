@@ -35,10 +35,9 @@ class FakeNvml:
 
 
 def sample(telemetry, nvml, *, sm=1980, reasons=0x1, power_violation_ns=0):
-    before = telemetry.counters()
     nvml.sm, nvml.reasons = sm, reasons
     nvml.violation[0] += power_violation_ns
-    return telemetry.read(before)
+    return telemetry.read()
 
 
 def test_throttled_samples_are_flagged_with_their_reasons():
@@ -54,12 +53,15 @@ def test_throttled_samples_are_flagged_with_their_reasons():
     assert summary["sm_mhz"] == [1500, 1980, 1980] and summary["power_w"] == [350.0] * 3
 
 
-def test_a_new_job_starts_with_no_readings():
+def test_a_new_job_starts_with_no_readings_and_counts_violations_from_its_start():
     nvml = FakeNvml()
     telemetry = Telemetry(nvml, handle=None)
     sample(telemetry, nvml)
+    nvml.violation[0] += 500  # between jobs: no sample's
     telemetry.restart()
     assert telemetry.summary() is None
+    assert sample(telemetry, nvml).reasons == []
+    assert sample(telemetry, nvml, power_violation_ns=1).reasons == ["power"]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without a GPU")

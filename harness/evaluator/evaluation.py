@@ -462,12 +462,11 @@ class Evaluation:
                     self.settle()
                 with phases("reference"):
                     expected = self.references(privates)
-            counters = self.telemetry.counters() if self.telemetry else None
             with phases("sample"):
                 result = self.sample(ids, list(zip(self.slots, staged)), job.timing)
             checked = time.perf_counter_ns()
             if self.telemetry:
-                self.telemetry.read(counters)
+                self.telemetry.read()
             report = result.report
             region = number(report, "region_ns")
             findings = [p for p in texts(report, "problems", n) if p]

@@ -1,9 +1,11 @@
 """The GPU's state around every timed sample, read by the evaluator through NVML (nvidia-ml-py): SM and memory
 clocks, power, temperature, and whether the GPU slowed itself down (a power cap, thermal or hardware slowdown:
-NVML's throttle reasons at the sample's end, or its power and thermal violation counters advancing over the
-sample). As nvbench does, a sample taken while the GPU throttled is flagged; records carry the summary.
+NVML's throttle reasons at the sample's end, or its power and thermal violation counters advancing since the
+last sample's end, or the job's timed loop's start: the sample and the evaluator's draws before it). As nvbench
+does, a sample taken while the GPU throttled is flagged; records carry the summary.
 
-The reads happen before and after a sample, outside the witness's clock. Where there is no GPU or no NVML,
+The reads happen after a sample, outside the witness's clock: one violation counter read takes about 1 ms on an
+H100 (a driver call), so each is read once a sample, not before and after it. Where there is no GPU or no NVML,
 there is no telemetry (None), and records say nothing about throttling.
 """
 import os
@@ -36,6 +38,7 @@ class Telemetry:
     nvml: object  # the pynvml module
     handle: object
     readings: list = field(default_factory=list)
+    counted: dict = field(default_factory=dict)  # the violation counters at the last read (or restart)
 
     @classmethod
     def open(cls) -> "Telemetry | None":
@@ -64,11 +67,12 @@ class Telemetry:
                 continue
         return out
 
-    def read(self, before: dict) -> Reading:
-        """The state after a sample; `before`: counters() taken before it."""
+    def read(self) -> Reading:
+        """The state after a sample."""
         nvml, h = self.nvml, self.handle
         reasons = {name for bit, name in THROTTLE_REASONS.items() if self._reasons() & bit}
-        after = self.counters()
+        before, after = self.counted, self.counters()
+        self.counted = after
         reasons |= {name for name in after if name in before and after[name] > before[name]}
         reading = Reading(nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_SM),
                           nvml.nvmlDeviceGetClockInfo(h, nvml.NVML_CLOCK_MEM),
@@ -102,5 +106,6 @@ class Telemetry:
                 "throttle_reasons": sorted({reason for r in rs for reason in r.reasons})}
 
     def restart(self):
-        """A new job: the readings so far belong to the last one."""
+        """A new job's timed loop: the readings so far belong to the last one, and the counters count from now."""
         self.readings = []
+        self.counted = self.counters()
