@@ -32,6 +32,17 @@ def full_fp32_matmul():
 
 
 def matmul_nt(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """fp32 [m, k] @ [n, k]^T -> fp32 [m, n], with full fp32 products and sums."""
+    """fp32 [..., m, k] @ [..., n, k]^T -> fp32 [..., m, n], with full fp32 products and sums (batched over any
+    leading dimensions)."""
     with full_fp32_matmul():
-        return a @ b.T
+        return a @ b.transpose(-2, -1)
+
+
+DECODED_BYTES = 1 << 30  # the most decoded fp32 operands one step of a reference holds
+
+
+def l_parts(l: int, bytes_per_l: int) -> list[slice]:
+    """The batch dimension l cut into runs whose decoded operands (bytes_per_l each) fit DECODED_BYTES: a
+    reference decodes and multiplies a run at once (its inputs may have many l: a timed sample's, drawn at once)."""
+    step = max(1, DECODED_BYTES // max(1, bytes_per_l))
+    return [slice(start, min(l, start + step)) for start in range(0, l, step)]

@@ -7,8 +7,9 @@ import torch
 
 from . import general_values as gv
 from .checker import compare, contest_checks
-from .compute import default_device, manual_seed, matmul_nt
-from .nvfp4 import SF_VEC, ceil_div, dequantize, mma_layout_shape, reordered_scales, single_output_slots
+from .compute import default_device, l_parts, manual_seed, matmul_nt
+from .draws import drawn_along_l
+from .nvfp4 import SF_VEC, ceil_div, dequantize, l_first, mma_layout_shape, reordered_scales, single_output_slots
 
 SIGN_AND_LOW_BITS = 0b1011_1011  # keeps e2m1 values in {+-0, +-0.5, +-1, +-1.5}
 GENERAL_TARGET_STD = 8.0  # each product's spread; the output is a product of two such values
@@ -58,15 +59,17 @@ def generate_input(m: int, n: int, k: int, l: int, seed: int, values: str = "con
 def ref_kernel(data) -> torch.Tensor:
     """Exact decode, both products in fp32, silu * mul in fp32, then fp16; does not modify `data`."""
     a, b1, b2, sfa, sfb1, sfb2, _, _, _, c = data
+    m, n, l = c.shape
     out = torch.empty_like(c)
-    for li in range(c.shape[2]):
-        lhs = dequantize(a[:, :, li], sfa[:, :, li])
-        gate = matmul_nt(lhs, dequantize(b1[:, :, li], sfb1[:, :, li]))
-        up = matmul_nt(lhs, dequantize(b2[:, :, li], sfb2[:, :, li]))
-        out[:, :, li] = (torch.nn.functional.silu(gate) * up).to(torch.float16)
+    for part in l_parts(l, (m + 2 * n) * a.shape[1] * 8):
+        lhs = dequantize(l_first(a[:, :, part]), l_first(sfa[:, :, part]))
+        gate = matmul_nt(lhs, dequantize(l_first(b1[:, :, part]), l_first(sfb1[:, :, part])))
+        up = matmul_nt(lhs, dequantize(l_first(b2[:, :, part]), l_first(sfb2[:, :, part])))
+        out[:, :, part] = (torch.nn.functional.silu(gate) * up).permute(1, 2, 0).to(torch.float16)
     return out
 
 
+generate_many, reference_many = drawn_along_l(generate_input, ref_kernel)  # timed samples (reference.draws)
 fresh_slots, rebuild = single_output_slots(2)  # negating b2 negates the exact output
 check_output = compare  # (output, expected) -> CheckReport
 check, check_implementation = contest_checks(ref_kernel, check_output)

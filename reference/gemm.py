@@ -6,8 +6,9 @@ import torch
 
 from . import general_values as gv
 from .checker import compare, contest_checks
-from .compute import default_device, manual_seed, matmul_nt
-from .nvfp4 import SF_VEC, ceil_div, dequantize, mma_layout_shape, reordered_scales, single_output_slots
+from .compute import default_device, l_parts, manual_seed, matmul_nt
+from .draws import drawn_along_l
+from .nvfp4 import SF_VEC, ceil_div, dequantize, l_first, mma_layout_shape, reordered_scales, single_output_slots
 
 GENERAL_TARGET_STD = 64.0
 
@@ -55,14 +56,16 @@ def generate_input(m: int, n: int, k: int, l: int, seed: int, values: str = "con
 def ref_kernel(data) -> torch.Tensor:
     """Exact decode, fp32 products and sums, fp16 result; does not modify `data`."""
     a, b, sfa, sfb, _, _, c = data
+    m, n, l = c.shape
     out = torch.empty_like(c)
-    for li in range(c.shape[2]):
-        lhs = dequantize(a[:, :, li], sfa[:, :, li])
-        rhs = dequantize(b[:, :, li], sfb[:, :, li])
-        out[:, :, li] = matmul_nt(lhs, rhs).to(torch.float16)
+    for part in l_parts(l, (m + n) * a.shape[1] * 8):
+        lhs = dequantize(l_first(a[:, :, part]), l_first(sfa[:, :, part]))
+        rhs = dequantize(l_first(b[:, :, part]), l_first(sfb[:, :, part]))
+        out[:, :, part] = matmul_nt(lhs, rhs).permute(1, 2, 0).to(torch.float16)
     return out
 
 
+generate_many, reference_many = drawn_along_l(generate_input, ref_kernel)  # timed samples (reference.draws)
 fresh_slots, rebuild = single_output_slots(0)  # negating a negates the exact output
 check_output = compare  # (output, expected) -> CheckReport
 check, check_implementation = contest_checks(ref_kernel, check_output)

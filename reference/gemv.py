@@ -7,8 +7,9 @@ import torch
 
 from . import general_values as gv
 from .checker import compare, contest_checks
-from .compute import default_device, manual_seed, matmul_nt
-from .nvfp4 import SF_VEC, ceil_div, dequantize, mma_layout_shape, reordered_scales, single_output_slots
+from .compute import default_device, l_parts, manual_seed, matmul_nt
+from .draws import drawn_along_l
+from .nvfp4 import SF_VEC, ceil_div, dequantize, l_first, mma_layout_shape, reordered_scales, single_output_slots
 
 B_ROWS = 128  # b is padded to 128 rows so the contest's _scaled_mm can run
 GENERAL_TARGET_STD = 64.0
@@ -57,14 +58,16 @@ def generate_input(m: int, k: int, l: int, seed: int, values: str = "contest", d
 def ref_kernel(data) -> torch.Tensor:
     """Exact decode, fp32 dot products, fp16 result; does not modify `data`."""
     a, b, sfa, sfb, _, _, c = data
+    m, _, l = c.shape
     out = torch.empty_like(c)
-    for li in range(c.shape[2]):
-        mat = dequantize(a[:, :, li], sfa[:, :, li])
-        vec = dequantize(b[:1, :, li], sfb[:1, :, li])
-        out[:, :, li] = matmul_nt(mat, vec).to(torch.float16)
+    for part in l_parts(l, (m + 1) * a.shape[1] * 8):
+        mat = dequantize(l_first(a[:, :, part]), l_first(sfa[:, :, part]))
+        vec = dequantize(l_first(b[:1, :, part]), l_first(sfb[:1, :, part]))
+        out[:, :, part] = matmul_nt(mat, vec).permute(1, 2, 0).to(torch.float16)
     return out
 
 
+generate_many, reference_many = drawn_along_l(generate_input, ref_kernel)  # timed samples (reference.draws)
 fresh_slots, rebuild = single_output_slots(0)  # negating a negates the exact output
 check_output = compare  # (output, expected) -> CheckReport
 check, check_implementation = contest_checks(ref_kernel, check_output)

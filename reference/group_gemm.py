@@ -8,6 +8,7 @@ import torch
 from . import general_values as gv
 from .checker import compare_groups, contest_checks
 from .compute import default_device, manual_seed, matmul_nt
+from .draws import drawn_one_by_one
 from .nvfp4 import SF_VEC, ceil_div, dequantize, mma_layout_shape, reordered_scales
 
 SIGN_AND_LOW_BITS = 0b1011_1011
@@ -87,6 +88,7 @@ def rebuild(data, fresh: list):
     abc, sfasfb, reordered, sizes = data
     return ([(fa, b, fc) for (_, b, _), (fa, fc) in zip(abc, fresh)], list(sfasfb), list(reordered), list(sizes))
 
+generate_many, reference_many = drawn_one_by_one(generate_input, ref_kernel)  # timed samples (reference.draws)
 check_output = compare_groups  # (outputs, expected list) -> CheckReport
 check, check_implementation = contest_checks(ref_kernel, check_output)
 

@@ -39,13 +39,18 @@ def decode_e2m1(packed: torch.Tensor) -> torch.Tensor:
     return byte_pairs(codes.device)[codes.int()].flatten(-2)
 
 
+def l_first(t: torch.Tensor) -> torch.Tensor:
+    """[mn, x, l] -> [l, mn, x], a view: a batch of 2-D operands."""
+    return t.permute(2, 0, 1)
+
+
 def decode_e4m3(scales: torch.Tensor) -> torch.Tensor:
     """float8_e4m3fn -> float32 (exact)."""
     return scales.to(torch.float32)
 
 
 def dequantize(packed: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
-    """One 2-D operand: [mn, k/2] packed values and [mn, k/16] scales -> [mn, k] float32, exact."""
+    """[..., mn, k/2] packed values and [..., mn, k/16] scales -> [..., mn, k] float32, exact."""
     values = decode_e2m1(packed)
     k = values.shape[-1]
     sf = decode_e4m3(scales).to(values.device)

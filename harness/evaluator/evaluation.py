@@ -341,10 +341,14 @@ class Evaluation:
         return Calibration(points)
 
     # -- jobs --------------------------------------------------------------------------------------------------
-    def generate(self, job, seed: int, values: str | None = None, contest_stream: bool = True):
-        """The job's inputs under `seed`; contest_stream=False for keyed timed inputs, which no contest run shares."""
-        return self.task.generate_input(**{**job.args, "seed": seed}, values=values or job.values,
-                                        contest_stream=contest_stream)
+    def generate(self, job, seed: int, values: str | None = None):
+        """The job's inputs under `seed`, as the contest draws them (its correctness inputs)."""
+        return self.task.generate_input(**{**job.args, "seed": seed}, values=values or job.values)
+
+    def draw_timed(self, job, seed: int, count: int):
+        """A timed sample's `count` inputs under one keyed seed, which no contest run shares: a reference.draws.Draw,
+        drawn at once where the task can."""
+        return self.task.generate_many(count, **{**job.args, "seed": seed}, values=job.values)
 
     def call(self, slots: list) -> list:
         self.worker.send("call", slots=slots)
@@ -455,13 +459,15 @@ class Evaluation:
             iteration_started = time.perf_counter_ns()
             if job.record or sample_number == 1:  # a warm-up times one draw throughout, as the contest's loop does
                 with phases("draw"):
-                    staged = [self.slots[0].layout.stage(self.generate(job, self.seeds.seed(
-                        self.jobs, job.label, job.index, job.values, sample_number, i), contest_stream=False))
-                              for i in range(n)]
+                    draw = self.draw_timed(job, self.seeds.seed(self.jobs, job.label, job.index, job.values,
+                                                                sample_number), n)
+                    staged = [self.slots[0].layout.stage(one) for one in draw.inputs]
                     privates = [s.data for s in staged]
                     self.settle()
-                with phases("reference"):
-                    expected = self.references(privates)
+                with phases("reference"):  # of the draw, which the staged copies equal
+                    expected = self.task.reference_many(draw)
+                    del draw
+                    self.settle()
             with phases("sample"):
                 result = self.sample(ids, list(zip(self.slots, staged)), job.timing)
             checked = time.perf_counter_ns()
