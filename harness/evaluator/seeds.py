@@ -1,8 +1,9 @@
 """Seeds of the inputs the evaluator generates, derived with a keyed hash whose key never leaves its process.
 
 The correctness pass of a benchmark uses the contest's own public seeds (so its inputs are the contest's, bit for
-bit); every timed call of every sample, and every leaderboard input, gets a seed from HMAC-SHA256 under a key drawn
-when the evaluator starts. Knowing the harness's source and every earlier seed says nothing about the next one.
+bit); every timed sample (its calls' inputs drawn at once: reference.draws), and every leaderboard input, gets a
+seed from HMAC-SHA256 under a key drawn when the evaluator starts. Knowing the harness's source and every earlier
+seed says nothing about the next one.
 """
 import hashlib
 import hmac
