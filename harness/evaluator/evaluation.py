@@ -1,12 +1,13 @@
 """One worker and everything the evaluator keeps beside it: the jobs of a run, judged here.
 
-Per job the evaluator generates the inputs itself (the contest's generate_input; public seeds for the test cases
-and a benchmark's correctness pass, a keyed seed for every sample of a recorded job, each call's input its own
-(reference.draws); an unrecorded warm-up times one draw throughout, as the contest's loop times one set of
-inputs), keeps a private copy of each and its reference output, writes the inputs into slots the worker maps (harness.evaluator.slots), and after every call or
-sample copies the outputs back, checks every one of them, checks every input against its private copy, looks for
-processes the worker left running and weighs the reported time against its own clock (harness.evaluator.witness).
-The worker only calls the kernel and reports; every verdict is made here.
+Per job the evaluator generates the inputs itself (the contest's generate_input; public seeds for the test cases and
+a benchmark's correctness pass, a keyed seed for every sample of a recorded job, each call's input its own
+(reference.draws); an unrecorded warm-up times one draw throughout, as the contest's loop times one set of inputs),
+keeps a private copy of each and its reference output, writes the inputs into slots the worker maps
+(harness.evaluator.slots), and after every call or sample copies the outputs back, checks every one of them, checks
+every input against its private copy, looks for processes the worker left running and weighs the reported time
+against its own clock (harness.evaluator.witness). The worker only calls the kernel and reports; every verdict is
+made here.
 """
 import functools
 import gc
