@@ -406,3 +406,24 @@ def test_the_hold_is_built_once_then_its_mark_spares_the_build(monkeypatch, tmp_
     once()
     once()
     assert built == [str(ev.HOLD_CACHE)] and mark.exists()
+
+
+def test_the_hold_marks_name_follows_python_triton_and_the_gpu(monkeypatch):
+    """The mark is named by what the built hold depends on; where no Triton distribution is found there is none."""
+    import importlib.metadata
+
+    from harness.evaluator import evaluation as ev
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "GPU")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "3.6.0")
+    first = ev.hold_build_mark()
+    assert first.parent == ev.HOLD_CACHE.parent and first == ev.hold_build_mark()
+    monkeypatch.setattr(ev.sys, "version", "3.99.0")
+    assert ev.hold_build_mark() != first
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (10, 0))
+    assert ev.hold_build_mark() != first
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert ev.hold_build_mark() is None

@@ -13,6 +13,7 @@ import functools
 import gc
 import hashlib
 import math
+import sys
 import time
 from pathlib import Path
 from contextlib import contextmanager
@@ -147,13 +148,21 @@ class L2Flush:
         self.buffer.zero_()
 
 
-def hold_build_mark() -> Path:
-    """The file that says the hold cache holds this hold kernel for this Triton, torch and GPU: named by a hash of
-    them and of harness/hold.py's source."""
-    from importlib.metadata import version
-
-    from .. import hold
-    key = repr((Path(hold.__file__).read_bytes(), version("triton"), torch.__version__, torch.version.cuda,
+def hold_build_mark() -> Path | None:
+    """The file that says the hold cache holds this hold kernel for this Python, Triton, torch and GPU: named by a
+    hash of them and of harness/hold.py's source (read, not imported: importing it imports Triton). None where
+    Triton's version cannot be read: then every evaluator builds."""
+    from importlib.metadata import PackageNotFoundError, version
+    for name in ("triton", "pytorch-triton"):
+        try:
+            triton_version = version(name)
+            break
+        except PackageNotFoundError:
+            continue
+    else:
+        return None
+    source = (Path(__file__).resolve().parent.parent / "hold.py").read_bytes()
+    key = repr((source, sys.version, triton_version, torch.__version__, torch.version.cuda,
                 torch.cuda.get_device_name(), torch.cuda.get_device_capability()))
     return HOLD_CACHE.parent / f"built-{hashlib.sha256(key.encode()).hexdigest()[:24]}"
 
@@ -163,16 +172,18 @@ def build_hold() -> None:
     """The worker's hold kernel built in the hold cache, where no worker may write (harness.hold), once per
     evaluator process and only where no earlier build left its mark (a build is about 0.6 s of Triton's cache
     check on an H100, even when it finds the kernel). Should the build fail, or the cache lose a piece after it,
-    the worker builds the hold in its file's own cache and the run's sandbox line says so."""
+    the worker builds the hold in its file's own cache, the run's sandbox line says so, and the evaluator removes
+    the mark (Evaluation), so that the next run builds again."""
     from ..hold import build
     mark = hold_build_mark()
-    if mark.exists():
+    if mark is not None and mark.exists():
         return
     try:
         build(str(HOLD_CACHE))
     except Exception:  # noqa: BLE001 - the worker's fallback is named in the run's protection
         return
-    mark.touch()
+    if mark is not None:
+        mark.touch()
 
 
 class Evaluation:
@@ -208,6 +219,9 @@ class Evaluation:
                 self.witness_calibration = self.calibrate()
             if self.hold_built_in == "file":
                 self.sandbox += "; the hold kernel was built in the file's own build cache, where it could plant one"
+                mark = hold_build_mark()
+                if mark is not None:
+                    mark.unlink(missing_ok=True)  # the hold cache lacks a piece: the next run builds it again
             with self.unreported("load"):
                 self.worker.send("load", source=self.source)
                 self.worker.expect(("loaded",), time.monotonic() + timeout_s + 60)
