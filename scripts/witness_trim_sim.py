@@ -33,7 +33,7 @@ def counted_mean(draw, threshold: float, seed: int = 0) -> tuple[float, float, i
         if counted is not None:
             kept.append(counted)
     assert not witness.judge_all()
-    return statistics.mean(true), statistics.mean(kept), witness.discarded
+    return statistics.mean(true), statistics.mean(kept), witness.flagged
 
 
 def main():

@@ -126,9 +126,8 @@ class Witness:
     calibration: Calibration
     device: str = "cuda"  # or "cpu": which MIN_MARGIN_NS applies
     flagged_in_a_row: int = 0
-    flagged: int = 0
+    flagged: int = 0  # samples over the margin: each one's time the job discards
     seen: int = 0
-    discarded: int = 0  # flagged samples, whose time the job does not keep
     last: str = KEPT  # what to do with the last judged sample's time: KEPT, WARM_UP or DISCARDED
     excess_ns: list = field(default_factory=list)
     margins_ns: list = field(default_factory=list)
@@ -162,7 +161,6 @@ class Witness:
             return ""
         self.flagged += 1
         self.flagged_in_a_row += 1
-        self.discarded += 1
         self.last = DISCARDED
         if self.flagged_in_a_row < IN_A_ROW:
             return ""
@@ -197,4 +195,4 @@ class Witness:
                 "witness_excess_max_ns": max(self.excess_ns) if self.excess_ns else None,
                 "witness_margin_ns": statistics.median(self.margins_ns) if self.margins_ns else self.floor_ns,
                 "witness_remainder_ns": self.remainder_ns, "witness_spread_ns": self.spread_ns,
-                "witness_discarded": self.discarded}
+                "witness_discarded": self.flagged}
