@@ -1,4 +1,5 @@
-"""Where reference tensors live and how they are multiplied: exact fp32 on any device."""
+"""Where reference tensors live and how they are multiplied: exact products and fp32 sums on any device (decoded
+operands in fp16 on tensor cores on a GPU, in fp32 elsewhere)."""
 import contextlib
 
 import torch
@@ -17,28 +18,42 @@ def manual_seed(seed: int):
         torch.cuda.manual_seed_all(seed)
 
 
+def operand_dtype(device) -> torch.dtype:
+    """The dtype a reference decodes operands to on `device`: fp16 on a GPU, where every decoded NVFP4 value is exact
+    in it (reference.nvfp4) and the tensor cores multiply it with exact products and fp32 sums, at a small part of
+    the cost of fp32 products; fp32 elsewhere, where fp16 products are no faster."""
+    return torch.float16 if torch.device(device).type == "cuda" else torch.float32
+
+
 @contextlib.contextmanager
-def full_fp32_matmul():
+def full_precision_matmul():
     """Disable TF32 and reduced-precision reductions while the block runs."""
-    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision())
-    torch.backends.cuda.matmul.allow_tf32 = False
+    matmul = torch.backends.cuda.matmul
+    saved = (matmul.allow_tf32, torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision(),
+             matmul.allow_fp16_reduced_precision_reduction)
+    matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
+    matmul.allow_fp16_reduced_precision_reduction = False
     try:
         yield
     finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[0], saved[1]
+        matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[0], saved[1]
         torch.set_float32_matmul_precision(saved[2])
+        matmul.allow_fp16_reduced_precision_reduction = saved[3]
 
 
 def matmul_nt(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """fp32 [..., m, k] @ [..., n, k]^T -> fp32 [..., m, n], with full fp32 products and sums (batched over any
-    leading dimensions)."""
-    with full_fp32_matmul():
-        return a @ b.transpose(-2, -1)
+    """[..., m, k] @ [..., n, k]^T -> fp32 [..., m, n] (2-D, or batched over one leading dimension), with exact
+    products and fp32 sums: fp32 operands with TF32 off, or fp16 operands with an fp32 result (CUDA only)."""
+    bt = b.transpose(-2, -1)
+    with full_precision_matmul():
+        if a.dtype == torch.float16:
+            return (torch.bmm if a.dim() == 3 else torch.mm)(a, bt, out_dtype=torch.float32)
+        return a @ bt
 
 
-DECODED_BYTES = 1 << 30  # the most decoded fp32 operands one step of a reference holds
+DECODED_BYTES = 1 << 30  # the most decoded operands one step of a reference holds
 
 
 def l_parts(l: int, bytes_per_l: int) -> list[slice]:

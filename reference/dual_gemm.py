@@ -7,7 +7,7 @@ import torch
 
 from . import general_values as gv
 from .checker import compare, contest_checks
-from .compute import default_device, l_parts, manual_seed, matmul_nt
+from .compute import default_device, l_parts, manual_seed, matmul_nt, operand_dtype
 from .draws import drawn_along_l
 from .nvfp4 import SF_VEC, ceil_div, dequantize, l_first, mma_layout_shape, reordered_scales, single_output_slots
 
@@ -57,14 +57,16 @@ def generate_input(m: int, n: int, k: int, l: int, seed: int, values: str = "con
 
 @torch.no_grad()
 def ref_kernel(data) -> torch.Tensor:
-    """Exact decode, both products in fp32, silu * mul in fp32, then fp16; does not modify `data`."""
+    """Exact decode, both products with exact products and fp32 sums (reference.compute), silu * mul in fp32, then
+    fp16; does not modify `data`."""
     a, b1, b2, sfa, sfb1, sfb2, _, _, _, c = data
     m, n, l = c.shape
     out = torch.empty_like(c)
-    for part in l_parts(l, (m + 2 * n) * a.shape[1] * 8):
-        lhs = dequantize(l_first(a[:, :, part]), l_first(sfa[:, :, part]))
-        gate = matmul_nt(lhs, dequantize(l_first(b1[:, :, part]), l_first(sfb1[:, :, part])))
-        up = matmul_nt(lhs, dequantize(l_first(b2[:, :, part]), l_first(sfb2[:, :, part])))
+    dtype = operand_dtype(a.device)
+    for part in l_parts(l, (m + 2 * n) * a.shape[1] * 2 * dtype.itemsize):
+        lhs = dequantize(l_first(a[:, :, part]), l_first(sfa[:, :, part]), dtype)
+        gate = matmul_nt(lhs, dequantize(l_first(b1[:, :, part]), l_first(sfb1[:, :, part]), dtype))
+        up = matmul_nt(lhs, dequantize(l_first(b2[:, :, part]), l_first(sfb2[:, :, part]), dtype))
         out[:, :, part] = (torch.nn.functional.silu(gate) * up).permute(1, 2, 0).to(torch.float16)
     return out
 

@@ -6,7 +6,7 @@ import torch
 
 from . import general_values as gv
 from .checker import compare, contest_checks
-from .compute import default_device, l_parts, manual_seed, matmul_nt
+from .compute import default_device, l_parts, manual_seed, matmul_nt, operand_dtype
 from .draws import drawn_along_l
 from .nvfp4 import SF_VEC, ceil_div, dequantize, l_first, mma_layout_shape, reordered_scales, single_output_slots
 
@@ -54,13 +54,14 @@ def generate_input(m: int, n: int, k: int, l: int, seed: int, values: str = "con
 
 @torch.no_grad()
 def ref_kernel(data) -> torch.Tensor:
-    """Exact decode, fp32 products and sums, fp16 result; does not modify `data`."""
+    """Exact decode, exact products and fp32 sums (reference.compute), fp16 result; does not modify `data`."""
     a, b, sfa, sfb, _, _, c = data
     m, n, l = c.shape
     out = torch.empty_like(c)
-    for part in l_parts(l, (m + n) * a.shape[1] * 8):
-        lhs = dequantize(l_first(a[:, :, part]), l_first(sfa[:, :, part]))
-        rhs = dequantize(l_first(b[:, :, part]), l_first(sfb[:, :, part]))
+    dtype = operand_dtype(a.device)
+    for part in l_parts(l, (m + n) * a.shape[1] * 2 * dtype.itemsize):
+        lhs = dequantize(l_first(a[:, :, part]), l_first(sfa[:, :, part]), dtype)
+        rhs = dequantize(l_first(b[:, :, part]), l_first(sfb[:, :, part]), dtype)
         out[:, :, part] = matmul_nt(lhs, rhs).permute(1, 2, 0).to(torch.float16)
     return out
 

@@ -7,7 +7,7 @@ import torch
 
 from . import general_values as gv
 from .checker import compare, contest_checks
-from .compute import default_device, l_parts, manual_seed, matmul_nt
+from .compute import default_device, l_parts, manual_seed, matmul_nt, operand_dtype
 from .draws import drawn_along_l
 from .nvfp4 import SF_VEC, ceil_div, dequantize, l_first, mma_layout_shape, reordered_scales, single_output_slots
 
@@ -56,13 +56,14 @@ def generate_input(m: int, k: int, l: int, seed: int, values: str = "contest", d
 
 @torch.no_grad()
 def ref_kernel(data) -> torch.Tensor:
-    """Exact decode, fp32 dot products, fp16 result; does not modify `data`."""
+    """Exact decode, exact products and fp32 sums (reference.compute), fp16 result; does not modify `data`."""
     a, b, sfa, sfb, _, _, c = data
     m, _, l = c.shape
     out = torch.empty_like(c)
-    for part in l_parts(l, (m + 1) * a.shape[1] * 8):
-        mat = dequantize(l_first(a[:, :, part]), l_first(sfa[:, :, part]))
-        vec = dequantize(l_first(b[:1, :, part]), l_first(sfb[:1, :, part]))
+    dtype = operand_dtype(a.device)
+    for part in l_parts(l, (m + 1) * a.shape[1] * 2 * dtype.itemsize):
+        mat = dequantize(l_first(a[:, :, part]), l_first(sfa[:, :, part]), dtype)
+        vec = dequantize(l_first(b[:1, :, part]), l_first(sfb[:1, :, part]), dtype)
         out[:, :, part] = matmul_nt(mat, vec).permute(1, 2, 0).to(torch.float16)
     return out
 

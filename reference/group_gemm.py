@@ -7,7 +7,7 @@ import torch
 
 from . import general_values as gv
 from .checker import compare_groups, contest_checks
-from .compute import default_device, manual_seed, matmul_nt
+from .compute import default_device, manual_seed, matmul_nt, operand_dtype
 from .draws import drawn_one_by_one
 from .nvfp4 import SF_VEC, ceil_div, dequantize, mma_layout_shape, reordered_scales
 
@@ -65,14 +65,15 @@ def generate_input(m, n, k, g: int, seed: int, values: str = "contest", device=N
 
 @torch.no_grad()
 def ref_kernel(data) -> list[torch.Tensor]:
-    """Exact decode, fp32 products and sums, fp16 results; does not modify `data`."""
+    """Exact decode, exact products and fp32 sums (reference.compute), fp16 results; does not modify `data`."""
     abc, sfasfb, _, sizes = data
     outs = []
     for (a, b, c), (sfa, sfb), (_, _, _, l) in zip(abc, sfasfb, sizes):
         out = torch.empty_like(c)
+        dtype = operand_dtype(a.device)
         for li in range(l):
-            lhs = dequantize(a[:, :, li], sfa[:, :, li])
-            rhs = dequantize(b[:, :, li], sfb[:, :, li])
+            lhs = dequantize(a[:, :, li], sfa[:, :, li], dtype)
+            rhs = dequantize(b[:, :, li], sfb[:, :, li], dtype)
             out[:, :, li] = matmul_nt(lhs, rhs).to(torch.float16)
         outs.append(out)
     return outs

@@ -1,8 +1,10 @@
 """NVFP4 building blocks shared by the four tasks: exact decoding and the scale layouts.
 
 NVFP4 packs two e2m1 values per byte, the element with the lower K index in the low nibble.
-Each run of 16 consecutive K elements shares one float8 e4m3 scale. Decoding here is exact:
-every e2m1 value times every e4m3 value is representable in fp32 (and in fp16).
+Each run of 16 consecutive K elements shares one float8 e4m3 scale. Decoding here is exact in fp32 and in fp16:
+an e2m1 value has 2 significant bits and an e4m3 value 4, so their product has at most 6, its lowest at 2^-10 or
+above (0.5 times e4m3's smallest, 2^-9) and its magnitude at most 6 * 448 = 2688: fp16's normal range and 11 bits
+hold every such product.
 """
 import functools
 
@@ -27,16 +29,17 @@ def as_bytes(t: torch.Tensor) -> torch.Tensor:
 
 
 @functools.cache
-def byte_pairs(device: torch.device) -> torch.Tensor:
-    """[256, 2] float32: the two e2m1 values of each byte (low nibble first), built once per device."""
+def byte_pairs(device: torch.device, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """[256, 2]: the two e2m1 values of each byte (low nibble first), built once per device and dtype."""
     return torch.tensor([[E2M1_VALUES[byte & 0x0F], E2M1_VALUES[byte >> 4]] for byte in range(256)],
-                        dtype=torch.float32, device=device)
+                        dtype=dtype, device=device)
 
 
-def decode_e2m1(packed: torch.Tensor) -> torch.Tensor:
-    """[..., k/2] packed e2m1 pairs -> [..., k] float32 values: one lookup per byte in a table of value pairs."""
+def decode_e2m1(packed: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """[..., k/2] packed e2m1 pairs -> [..., k] values (exact in fp32 and fp16): one lookup per byte in a table of
+    value pairs."""
     codes = as_bytes(packed)
-    return byte_pairs(codes.device)[codes.int()].flatten(-2)
+    return byte_pairs(codes.device, dtype)[codes.int()].flatten(-2)
 
 
 def l_first(t: torch.Tensor) -> torch.Tensor:
@@ -44,16 +47,17 @@ def l_first(t: torch.Tensor) -> torch.Tensor:
     return t.permute(2, 0, 1)
 
 
-def decode_e4m3(scales: torch.Tensor) -> torch.Tensor:
-    """float8_e4m3fn -> float32 (exact)."""
-    return scales.to(torch.float32)
+def decode_e4m3(scales: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """float8_e4m3fn -> float32 or float16 (exact in both)."""
+    return scales.to(dtype)
 
 
-def dequantize(packed: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
-    """[..., mn, k/2] packed values and [..., mn, k/16] scales -> [..., mn, k] float32, exact."""
-    values = decode_e2m1(packed)
+def dequantize(packed: torch.Tensor, scales: torch.Tensor, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """[..., mn, k/2] packed values and [..., mn, k/16] scales -> [..., mn, k] in `dtype` (float32 or float16),
+    exact: every product of an e2m1 and an e4m3 value is exact in both."""
+    values = decode_e2m1(packed, dtype)
     k = values.shape[-1]
-    sf = decode_e4m3(scales).to(values.device)
+    sf = decode_e4m3(scales, dtype).to(values.device)
     if k % SF_VEC == 0:  # each scale broadcast over its 16 values, in place
         return values.view(*values.shape[:-1], k // SF_VEC, SF_VEC).mul_(sf[..., :k // SF_VEC, None]).flatten(-2)
     return values * sf.repeat_interleave(SF_VEC, dim=-1)[..., :k]

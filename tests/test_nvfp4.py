@@ -65,6 +65,19 @@ def test_dequantize_is_each_code_times_its_blocks_scale(k):
     assert nvfp4.dequantize(packed, scales).tolist() == expected
 
 
+def test_every_code_times_every_scale_is_exact_in_fp16():
+    """A GPU reference decodes to fp16 (reference.compute.operand_dtype): no product of a code and a scale rounds."""
+    finite = [c for c in range(256) if c & 0x7F != 0x7F]
+    scales = torch.tensor(finite, dtype=torch.uint8).view(torch.float8_e4m3fn)[:, None]  # one scale per row
+    every_code = torch.tensor([lo | (lo + 1) << 4 for lo in range(0, 16, 2)], dtype=torch.uint8)  # codes 0-15
+    packed = every_code.repeat(len(finite), 1)  # one 16-element block per row
+    fp32 = nvfp4.dequantize(packed, scales)
+    fp16 = nvfp4.dequantize(packed, scales, torch.float16)
+    assert fp16.dtype == torch.float16
+    assert torch.equal(fp16.float(), fp32)
+    assert fp32.abs().max().item() == 6 * 448 and fp32[fp32 != 0].abs().min().item() == 0.5 * 2.0**-9
+
+
 @pytest.mark.parametrize("mn,sf_k,l", [(128, 4, 1), (200, 6, 2), (40, 16, 1), (384, 8, 3)])
 def test_reordered_layout_matches_index_formula(mn, sf_k, l):
     ref = torch.randint(1, 100, (mn, sf_k, l), dtype=torch.int16)
