@@ -20,10 +20,10 @@ Built where no file can plant a build: Triton writes the kernel, its launcher an
 code it loads) into TRITON_CACHE_DIR, and a worker may write its file's own build cache, so a hold built there
 would run whatever an earlier run of the same file left in its place, before the witness calibrates. The
 evaluator therefore builds the hold (`build`) in the harness's hold cache, which no worker may write, and a
-worker starts with TRITON_CACHE_DIR pointing there, so its first engage finds every piece built; it switches
-to the file's own cache before the submission is imported (FILE_TRITON_CACHE). Should the hold cache lack a
-piece (a Triton or GPU the evaluator did not build for), the worker builds it in the file's cache, and says so
-(`built_in`). Used on both sides of the process boundary: the evaluator builds, the worker engages.
+worker starts with TRITON_CACHE_DIR pointing there, so its first launch (`warm`, while it starts up) finds every
+piece built; it switches to the file's own cache before the submission is imported (FILE_TRITON_CACHE). Should the
+hold cache lack a piece (a Triton or GPU the evaluator did not build for), the worker builds it in the file's cache,
+and says so (`built_in`). Used on both sides of the process boundary: the evaluator builds, the worker engages.
 """
 import mmap
 import os
@@ -88,8 +88,21 @@ class StreamHold:
                 os.environ["TRITON_CACHE_DIR"] = os.environ.get(FILE_TRITON_CACHE, os.environ["TRITON_CACHE_DIR"])
         self._launch()
 
-    def _launch(self):
-        _hold_kernel[(self.programs,)](self.host_flag, self.device_words[0:], self.device_words[1:], self.timeout_ns,
+    def warm(self):
+        """One hold launched on a released flag of its own while the worker starts up: a process's first launch
+        checks Triton's cache (about 0.5 s on an H100), which would otherwise fall inside the first calibration
+        sample, on the evaluator's path. Where the hold cache lacks a piece (the evaluator may still be building
+        it), the first engage looks again."""
+        try:
+            with released_flag() as flag:
+                self._launch(flag)
+        except OSError:
+            return
+        self.built_in = "harness"
+
+    def _launch(self, flag: torch.Tensor | None = None):
+        flag = self.host_flag if flag is None else flag
+        _hold_kernel[(self.programs,)](flag, self.device_words[0:], self.device_words[1:], self.timeout_ns,
                                        num_warps=WARPS)
 
     def timed_out(self) -> bool:
@@ -111,19 +124,24 @@ def triton_cache(folder: str):
             os.environ["TRITON_CACHE_DIR"] = saved
 
 
-def build(folder: str) -> None:
-    """The evaluator's build of the hold in the hold cache `folder`: one hold, released before it starts, launched
-    as a worker launches it (a registered host page as its flag), so the kernel, its launcher and Triton's driver
-    helpers are all written there."""
+@contextmanager
+def released_flag():
+    """A registered host page whose flag says released: a hold launched on it ends at once (synchronized on leaving)."""
     page = mmap.mmap(-1, 4096)
     flag = torch.frombuffer(page, dtype=torch.int32, count=1)
     flag.fill_(1)
     cudart = torch.cuda.cudart()
     cudart.cudaHostRegister(flag.data_ptr(), 4096, 0)
     try:
-        with triton_cache(folder):
-            hold = StreamHold(flag)
-            hold.engage()
-            torch.cuda.synchronize()
+        yield flag
+        torch.cuda.synchronize()
     finally:
         cudart.cudaHostUnregister(flag.data_ptr())
+
+
+def build(folder: str) -> None:
+    """The evaluator's build of the hold in the hold cache `folder`: one hold, released before it starts, launched
+    as a worker launches it (a registered host page as its flag), so the kernel, its launcher and Triton's driver
+    helpers are all written there."""
+    with released_flag() as flag, triton_cache(folder):
+        StreamHold(flag).engage()

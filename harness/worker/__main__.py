@@ -41,7 +41,7 @@ def leave():
 
 
 class Worker:
-    def __init__(self, args, sandbox: str):
+    def __init__(self, args, sandbox):
         import torch
 
         from harness import channel, device
@@ -61,9 +61,10 @@ class Worker:
             flag = torch.frombuffer(page, dtype=torch.int32, count=1)
             torch.cuda.cudart().cudaHostRegister(flag.data_ptr(), 4096, 0)
             self.hold = StreamHold(flag)
+            self.hold.warm()
         else:
             torch.set_num_threads(1)  # as the evaluator: idle OpenMP threads spin, and would share other workers' cores
-        self.send("ready", sandbox=sandbox, clear_ns=self.device.clear_ns)
+        self.send("ready", sandbox=sandbox.line, cgroup_bound=sandbox.cgroup_bound, clear_ns=self.device.clear_ns)
 
     def send(self, kind, **payload):
         self.channel.send(self.fd, kind, **payload)
@@ -149,8 +150,8 @@ def main(argv=None):
     parser.add_argument("path")
     args = parser.parse_args(argv)
     die_with_parent(args.parent)
-    from harness.worker.confine import confine
-    sandbox = "none: --unconfined" if args.unconfined else confine(args.writable)
+    from harness.worker.confine import Confinement, confine
+    sandbox = Confinement("none: --unconfined") if args.unconfined else confine(args.writable)
     from harness import channel
     from harness.worker.explain import explain
     try:
