@@ -172,6 +172,7 @@ class WorkerProcess:
                    *[f"--writable={w}" for w in writable], *([] if confined else ["--unconfined"]), "--",
                    str(path)]
         self.ready = False  # said "ready": it reads the channel, so it can be asked to leave
+        self.listed = False  # its processes are its cgroup's (descendants)
         self.cgroup = WorkerCgroup.create()  # the worker moves in before it imports anything of the file (it
         # waits for "load" first)
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, pass_fds=(theirs.fileno(), flag_fd),
@@ -194,6 +195,7 @@ class WorkerProcess:
         self.ready = True
         self.sandbox = str(ready.get("sandbox", "none: unreported")) + ("; its processes in a cgroup of their own"
                                                                           if self.cgroup else "")
+        self.listed = bool(self.cgroup) and ready.get("cgroup_bound") is True  # said before any code of the file ran
         self.clear_ns = ready.get("clear_ns") if isinstance(ready.get("clear_ns"), (int, float)) else None
 
     def send(self, kind: str, fds: tuple = (), **payload):
@@ -241,7 +243,11 @@ class WorkerProcess:
                 pass
 
     def descendants(self) -> list[int]:
-        """Processes the worker started that are still alive (its descendants, and orphans re-parented here)."""
+        """Processes the worker started that are still alive: the others in its cgroup where it has one and its
+        sandbox keeps every process in it (harness.worker.confine.Confinement), one listing; else its descendants and
+        the orphans re-parented here, from a scan of every process."""
+        if self.listed:
+            return sorted(pid for pid in self.cgroup.pids() if pid != self.process.pid and not _is_zombie(pid))
         parents = _parents()
         ours = {self.process.pid}
         for _ in range(64):

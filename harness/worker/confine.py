@@ -8,7 +8,7 @@ worker running as root) nor the rest of /proc (the kernel's sysctls: to root, /p
 would run a program outside every sandbox). The repository, the Python environment and the results folder are
 not writable either. Signals and abstract unix sockets are scoped to the worker's own processes (Landlock ABI 6
 and later), and by Landlock's design no process inside can ptrace, or read the memory of, one outside. Every
-process the worker starts inherits all of it. Returns a one-line description of what is in force.
+process the worker starts inherits all of it. `confine` returns what is in force (Confinement).
 
 A seccomp filter then refuses clone3 (ENOSYS, so that the C library falls back to clone), and with it every x32
 call and every call made as another architecture (a 64-bit process can still make 32-bit calls): clone3's
@@ -27,10 +27,12 @@ import glob
 import os
 import platform
 import struct
+from dataclasses import dataclass
 
 STANDARD_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 SHARED_MEMORY = "/dev/shm"
 GPU_DEVICES = "/dev/nvidia*"  # nvidiactl, nvidia0..., nvidia-uvm, nvidia-uvm-tools, nvidia-caps/
+CLONE3_REFUSED = "clone3 refused"
 OWN_PROCESS = "/proc/self"  # resolved when the rule is made: this process's entries (thread names), no other's
 
 
@@ -77,7 +79,7 @@ def refuse_clone3() -> str:
     if libc.prctl(PR_SET_NO_NEW_PRIVS, word(1), word(0), word(0), word(0)) != 0 or libc.prctl(
             PR_SET_SECCOMP, word(SECCOMP_MODE_FILTER), word(ctypes.addressof(program)), word(0), word(0)) != 0:
         return f"clone3 allowed (seccomp refused: {os.strerror(ctypes.get_errno())})"
-    return "clone3 refused"
+    return CLONE3_REFUSED
 
 
 PR_CAPBSET_DROP, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
@@ -103,11 +105,22 @@ def drop_capabilities() -> str:
     return "no capabilities"
 
 
-def confine(writable: list[str]) -> str:
+@dataclass(frozen=True)
+class Confinement:
+    """What the sandbox put in force: its line, and whether no process of the worker can leave the cgroup the
+    evaluator put it in (Landlock's file rules keep every cgroup.procs out of reach, the filter clone3's
+    CLONE_INTO_CGROUP), so that the cgroup's listing names every one of them."""
+
+    line: str
+    cgroup_bound: bool = False
+
+
+def confine(writable: list[str]) -> Confinement:
     landlock = confine_files(writable)
     if landlock.startswith("none"):  # no file rules to keep a root worker from the records; its capabilities still go
-        return f"{landlock}; {drop_capabilities()}"
-    return f"{landlock}; {refuse_clone3()}; {drop_capabilities()}"
+        return Confinement(f"{landlock}; {drop_capabilities()}")
+    clone3 = refuse_clone3()
+    return Confinement(f"{landlock}; {clone3}; {drop_capabilities()}", cgroup_bound=clone3 == CLONE3_REFUSED)
 
 
 def confine_files(writable: list[str]) -> str:
