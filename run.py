@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness import results
+from harness.evaluator import cuda_context
 from harness.evaluator.supervisor import start_spares
 from harness.evaluator.watch import Watch
 from harness.protocol import RECORD_TIMINGS, brief
@@ -240,6 +241,7 @@ def cli(ctx, task, submission, name, mode, shapes, timeout, only, no_record, sec
         fail(str(exc))
     if not ncu:  # the run's workers start now, and import torch while this process does (runner.run takes them)
         start_spares(sub.task, str(sub.path), not unconfined, len(modes_of(mode)))
+        cuda_context.start()  # and this process's CUDA context beside its own import of torch
     from harness import device
     from harness.evaluator import runner
     from harness.views import report
