@@ -17,8 +17,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from harness import results
-from harness.evaluator import cuda_context
+from harness import cuda_context, results
 from harness.evaluator.supervisor import start_spares
 from harness.evaluator.watch import Watch
 from harness.protocol import RECORD_TIMINGS, brief

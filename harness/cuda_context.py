@@ -1,4 +1,5 @@
-"""The evaluator's CUDA context, made on a thread of its own while the main thread imports torch.
+"""A process's CUDA context, made on a thread of its own while the main thread imports torch: the evaluator's
+(run.py) and the worker's, once it is confined (harness.worker), whose start-up the evaluator waits for.
 
 Python's imports hold the GIL; the driver's calls, made through ctypes, do not. So the driver's start (cuInit) and
 the device's primary context, the one torch takes when it first touches the GPU, are made beside the import instead
