@@ -17,7 +17,7 @@ import click
 from rich.console import Console
 from rich.markup import escape
 
-from harness import cuda_context, results
+from harness import results, startup
 from harness.evaluator.supervisor import start_spares
 from harness.evaluator.watch import Watch
 from harness.protocol import RECORD_TIMINGS, brief
@@ -240,7 +240,7 @@ def cli(ctx, task, submission, name, mode, shapes, timeout, only, no_record, sec
         fail(str(exc))
     if not ncu:  # the run's workers start now, and import torch while this process does (runner.run takes them)
         start_spares(sub.task, str(sub.path), not unconfined, len(modes_of(mode)))
-        cuda_context.start()  # and this process's CUDA context beside its own import of torch
+        startup.start()  # and this process's CUDA context beside its own import of torch
     from harness import device
     from harness.evaluator import runner
     from harness.views import report

@@ -152,8 +152,8 @@ def main(argv=None):
     die_with_parent(args.parent)
     from harness.worker.confine import Confinement, confine
     sandbox = Confinement("none: --unconfined") if args.unconfined else confine(args.writable)
-    from harness import channel, cuda_context
-    cuda_context.start()  # beside the import of torch (Worker)
+    from harness import channel, startup
+    startup.start(triton=True)  # beside the import of torch (Worker)
     from harness.worker.explain import explain
     try:
         worker = Worker(args, sandbox)
