@@ -48,7 +48,7 @@ def view(buffer: torch.Tensor, spec: dict) -> torch.Tensor:
     """The tensor a layout entry describes, as a view of the byte buffer it lives in."""
     dtype = getattr(torch, spec["dtype"])
     raw = buffer[spec["offset"]:spec["offset"] + spec["bytes"]]
-    size = torch.empty((), dtype=dtype).element_size()
+    size = dtype.itemsize
     flat = raw.view(dtype) if spec["bytes"] % size == 0 else raw[:spec["bytes"] // size * size].view(dtype)
     return flat.as_strided(spec["shape"], spec["stride"])
 
