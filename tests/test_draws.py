@@ -59,3 +59,21 @@ def test_a_reference_cut_into_runs_of_l_gives_what_one_run_gives(task, monkeypat
     monkeypatch.setattr(reference.compute, "DECODED_BYTES", 1)  # every l a run of its own
     assert reference.compute.l_parts(whole[-1].shape[-1], 10) == [slice(i, i + 1) for i in range(3)]
     assert same(mod.ref_kernel(whole), at_once)
+
+
+@pytest.mark.parametrize("task", ["gemv", "gemm", "dual_gemm"])
+def test_a_draw_staged_at_once_is_each_tuple_staged_alone(task):
+    """Layout.stage_cut (one buffer, one copy per tensor) leaves, byte for byte, the images Layout.stage leaves
+    for each tuple of the draw: every input, the output buffer and the zeroed padding."""
+    from harness.evaluator.slots import Layout
+    mod = get_task(task)
+    draw = mod.generate_many(3, **{**cases(task, "smoke")[0].args, "seed": 11})
+    layout = Layout.of(draw.inputs[0])
+    at_once = layout.stage_cut(draw.whole, 3)
+    assert len(at_once) == 3
+    for one, staged in zip(draw.inputs, at_once):
+        alone = layout.stage(one)
+        assert staged.buffers.keys() == alone.buffers.keys()
+        assert all(torch.equal(staged.buffers[where], alone.buffers[where]) for where in alone.buffers)
+        assert same(staged.data, one)
+    assert len({s.buffers[where].data_ptr() for s in at_once for where in s.buffers}) == 3 * len(at_once[0].buffers)

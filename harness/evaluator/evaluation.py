@@ -476,7 +476,9 @@ class Evaluation:
                 with phases("draw"):
                     draw = self.draw_timed(job, self.seeds.seed(self.jobs, job.label, job.index, job.values,
                                                                 sample_number), n)
-                    staged = [self.slots[0].layout.stage(one) for one in draw.inputs]
+                    layout = self.slots[0].layout
+                    staged = layout.stage_cut(draw.whole, n) if draw.whole is not None else \
+                        [layout.stage(one) for one in draw.inputs]
                     privates = [s.data for s in staged]
                     self.settle()
                 with phases("reference"):  # of the draw, which the staged copies equal
