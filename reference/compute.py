@@ -1,5 +1,5 @@
-"""Where reference tensors live and how they are multiplied: exact products and fp32 sums on any device (decoded
-operands in fp16 on tensor cores on a GPU, in fp32 elsewhere)."""
+"""Where reference tensors live and how they are multiplied: exact products and fp32 accumulation on any device
+(decoded operands in fp16 on tensor cores on a GPU, in fp32 elsewhere)."""
 import contextlib
 
 import torch
@@ -20,32 +20,34 @@ def manual_seed(seed: int):
 
 def operand_dtype(device) -> torch.dtype:
     """The dtype a reference decodes operands to on `device`: fp16 on a GPU, where every decoded NVFP4 value is exact
-    in it (reference.nvfp4) and the tensor cores multiply it with exact products and fp32 sums, at a small part of
-    the cost of fp32 products; fp32 elsewhere, where fp16 products are no faster."""
+    in it (reference.nvfp4) and the tensor cores multiply it with exact products and fp32 accumulation, at a small
+    part of the cost of fp32 products; fp32 elsewhere, where fp16 products are no faster."""
     return torch.float16 if torch.device(device).type == "cuda" else torch.float32
 
 
 @contextlib.contextmanager
 def full_precision_matmul():
-    """Disable TF32 and reduced-precision reductions while the block runs."""
+    """Disable TF32, reduced-precision reductions and fp16 accumulation (which cuBLAS would use for fp16 operands
+    even with an fp32 result) while the block runs."""
     matmul = torch.backends.cuda.matmul
     saved = (matmul.allow_tf32, torch.backends.cudnn.allow_tf32, torch.get_float32_matmul_precision(),
-             matmul.allow_fp16_reduced_precision_reduction)
+             matmul.allow_fp16_reduced_precision_reduction, matmul.allow_fp16_accumulation)
     matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
     torch.set_float32_matmul_precision("highest")
     matmul.allow_fp16_reduced_precision_reduction = False
+    matmul.allow_fp16_accumulation = False
     try:
         yield
     finally:
         matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved[0], saved[1]
         torch.set_float32_matmul_precision(saved[2])
-        matmul.allow_fp16_reduced_precision_reduction = saved[3]
+        matmul.allow_fp16_reduced_precision_reduction, matmul.allow_fp16_accumulation = saved[3], saved[4]
 
 
 def matmul_nt(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """[..., m, k] @ [..., n, k]^T -> fp32 [..., m, n] (2-D, or batched over one leading dimension), with exact
-    products and fp32 sums: fp32 operands with TF32 off, or fp16 operands with an fp32 result (CUDA only)."""
+    products and fp32 accumulation: fp32 operands with TF32 off, or fp16 operands with an fp32 result (CUDA only)."""
     bt = b.transpose(-2, -1)
     with full_precision_matmul():
         if a.dtype == torch.float16:

@@ -57,8 +57,8 @@ def generate_input(m: int, n: int, k: int, l: int, seed: int, values: str = "con
 
 @torch.no_grad()
 def ref_kernel(data) -> torch.Tensor:
-    """Exact decode, both products with exact products and fp32 sums (reference.compute), silu * mul in fp32, then
-    fp16; does not modify `data`."""
+    """Exact decode, both products with exact products and fp32 accumulation (reference.compute), silu * mul in
+    fp32, then fp16; does not modify `data`."""
     a, b1, b2, sfa, sfb1, sfb2, _, _, _, c = data
     m, n, l = c.shape
     out = torch.empty_like(c)

@@ -54,7 +54,7 @@ def generate_input(m: int, n: int, k: int, l: int, seed: int, values: str = "con
 
 @torch.no_grad()
 def ref_kernel(data) -> torch.Tensor:
-    """Exact decode, exact products and fp32 sums (reference.compute), fp16 result; does not modify `data`."""
+    """Exact decode, exact products and fp32 accumulation (reference.compute), fp16 result; does not modify `data`."""
     a, b, sfa, sfb, _, _, c = data
     m, n, l = c.shape
     out = torch.empty_like(c)

@@ -56,7 +56,7 @@ def generate_input(m: int, k: int, l: int, seed: int, values: str = "contest", d
 
 @torch.no_grad()
 def ref_kernel(data) -> torch.Tensor:
-    """Exact decode, exact products and fp32 sums (reference.compute), fp16 result; does not modify `data`."""
+    """Exact decode, exact products and fp32 accumulation (reference.compute), fp16 result; does not modify `data`."""
     a, b, sfa, sfb, _, _, c = data
     m, _, l = c.shape
     out = torch.empty_like(c)

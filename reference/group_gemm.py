@@ -65,7 +65,7 @@ def generate_input(m, n, k, g: int, seed: int, values: str = "contest", device=N
 
 @torch.no_grad()
 def ref_kernel(data) -> list[torch.Tensor]:
-    """Exact decode, exact products and fp32 sums (reference.compute), fp16 results; does not modify `data`."""
+    """Exact decode, exact products and fp32 accumulation (reference.compute), fp16 results; does not modify `data`."""
     abc, sfasfb, _, sizes = data
     outs = []
     for (a, b, c), (sfa, sfb), (_, _, _, l) in zip(abc, sfasfb, sizes):
