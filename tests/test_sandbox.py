@@ -213,3 +213,25 @@ def test_a_process_at_a_reused_pid_is_still_the_workers_stray(results_dir):
     assert [s["mode"] for s in json.loads(proc.stdout)] == ["test", "benchmark"], proc.stderr[-2000:]
     time.sleep(1)
     assert live_processes_running("pid_reuse.py") == []
+
+
+def test_a_cgroup_listing_that_cannot_be_read_is_not_taken_for_no_strays():
+    """descendants() reads a cgroup-bound worker's strays from its cgroup's listing; where that read fails (the
+    cgroup gone), it scans the processes instead of finding none."""
+    from types import SimpleNamespace
+
+    from harness.evaluator.supervisor import WorkerProcess, identity
+    sleeper = "import time; time.sleep(60)"
+    parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys, time; "
+                               f"subprocess.Popen([sys.executable, '-c', {sleeper!r}]); time.sleep(60)"],
+                              start_new_session=True)
+    worker = SimpleNamespace(listed=True, cgroup=SimpleNamespace(pids=lambda: None), process=parent,
+                             _not_its_own=lambda: {identity(parent.pid)})  # as a live worker is
+    try:
+        deadline = time.monotonic() + 30
+        while not (found := WorkerProcess.descendants(worker)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(found) == 1 and found[0] != parent.pid
+    finally:
+        os.killpg(parent.pid, 9)
+        parent.wait()

@@ -81,18 +81,21 @@ class WorkerCgroup:
             self.remove()
             return False
 
-    def _ids(self, listing: str) -> list[int]:
-        """The ids a listing file holds (cgroup.procs: processes, cgroup.threads: threads); none once it is gone."""
+    def _ids(self, listing: str) -> list[int] | None:
+        """The ids a listing file holds (cgroup.procs: processes, cgroup.threads: threads); None where it cannot be
+        read (the cgroup gone)."""
         try:
             return [int(i) for i in (self.folder / listing).read_text().split()]
         except (OSError, ValueError):
-            return []
+            return None
 
-    def pids(self) -> list[int]:
+    def pids(self) -> list[int] | None:
+        """The processes in the cgroup; None where the listing cannot be read, which a caller must not take for
+        none."""
         return self._ids("cgroup.procs")
 
     def threads(self) -> list[int]:
-        return self._ids("cgroup.threads")
+        return self._ids("cgroup.threads") or []
 
     def populated(self) -> bool:
         try:

@@ -85,8 +85,8 @@ class Layout:
         """`count` input tuples cut along l from one drawn tuple (reference.draws: every tensor's last dimension is
         l times `count`), staged at once: one zeroed buffer per device holds their images one after another, and one
         copy per tensor fills them all, where stage() takes an allocation and a copy per tensor per tuple."""
-        buffers = {where: torch.zeros(count * size, dtype=torch.uint8, device=where) for where, size in self.sizes.items()
-                   if size}
+        buffers = {where: torch.zeros(count * size, dtype=torch.uint8, device=where)
+                   for where, size in self.sizes.items() if size}
         for spec, source in zip(self.tensors, flatten(whole)[1]):
             dtype = getattr(torch, spec["dtype"])
             images = buffers[spec["device"]].view(dtype).as_strided(
@@ -95,7 +95,8 @@ class Layout:
             images.copy_(source.unflatten(-1, (count, -1)).movedim(-2, 0))
         staged = []
         for i in range(count):
-            own = {where: buffer[i * self.sizes[where]:(i + 1) * self.sizes[where]] for where, buffer in buffers.items()}
+            own = {where: buffer[i * self.sizes[where]:(i + 1) * self.sizes[where]]
+                   for where, buffer in buffers.items()}
             staged.append(Staged(unflatten(self.structure, [view(own[spec["device"]], spec) for spec in self.tensors]),
                                  own))
         return staged

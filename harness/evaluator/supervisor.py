@@ -245,9 +245,10 @@ class WorkerProcess:
     def descendants(self) -> list[int]:
         """Processes the worker started that are still alive: the others in its cgroup where it has one and its
         sandbox keeps every process in it (harness.worker.confine.Confinement), one listing; else its descendants and
-        the orphans re-parented here, from a scan of every process."""
-        if self.listed:
-            return sorted(pid for pid in self.cgroup.pids() if pid != self.process.pid and not _is_zombie(pid))
+        the orphans re-parented here, from a scan of every process (also where the listing cannot be read)."""
+        listed = self.cgroup.pids() if self.listed else None
+        if listed is not None:
+            return sorted(pid for pid in listed if pid != self.process.pid and not _is_zombie(pid))
         parents = _parents()
         ours = {self.process.pid}
         for _ in range(64):
