@@ -72,11 +72,15 @@ class Layout:
     def to_wire(self) -> dict:
         return {"structure": self.structure, "tensors": self.tensors, "sizes": self.sizes}
 
+    def views(self, buffers: dict) -> list:
+        """Every tensor of the layout, as a view of its device's buffer in `buffers`."""
+        return [view(buffers[spec["device"]], spec) for spec in self.tensors]
+
     def stage(self, private) -> "Staged":
         """The private input tuple copied into buffers of the evaluator's own, laid out as a slot is."""
         buffers = {where: torch.zeros(size, dtype=torch.uint8, device=where) for where, size in self.sizes.items()
                    if size}
-        tensors = [view(buffers[spec["device"]], spec) for spec in self.tensors]
+        tensors = self.views(buffers)
         for staged, source in zip(tensors, flatten(private)[1]):
             staged.copy_(source)
         return Staged(unflatten(self.structure, tensors), buffers)
@@ -97,8 +101,7 @@ class Layout:
         for i in range(count):
             own = {where: buffer[i * self.sizes[where]:(i + 1) * self.sizes[where]]
                    for where, buffer in buffers.items()}
-            staged.append(Staged(unflatten(self.structure, [view(own[spec["device"]], spec) for spec in self.tensors]),
-                                 own))
+            staged.append(Staged(unflatten(self.structure, self.views(own)), own))
         return staged
 
 
@@ -128,7 +131,7 @@ class Slot:
             with torch.cuda.use_mem_pool(self.pool):  # zeroed: a fresh allocation may hold the evaluator's old data
                 self.buffers["cuda"] = torch.zeros(segment_bytes(layout.sizes["cuda"]), dtype=torch.uint8,
                                                    device="cuda")
-        self.tensors = [view(self.buffers[s["device"]], s) for s in layout.tensors]
+        self.tensors = layout.views(self.buffers)
         self.data = unflatten(layout.structure, self.tensors)
 
     def handle(self) -> dict:
