@@ -32,10 +32,7 @@ def _triton_key() -> None:
         return
 
 
-def start(triton: bool = False) -> list[threading.Thread]:
+def start(triton: bool = False) -> None:
     """The CUDA context, and with `triton` Triton's cache key, each on a thread of its own."""
-    work = [_cuda_context, *([_triton_key] if triton else [])]
-    threads = [threading.Thread(target=job, name=f"startup{job.__name__}", daemon=True) for job in work]
-    for thread in threads:
-        thread.start()
-    return threads
+    for job in [_cuda_context, *([_triton_key] if triton else [])]:
+        threading.Thread(target=job, name=f"startup{job.__name__}", daemon=True).start()
