@@ -4,6 +4,7 @@
     python run.py --task gemm --submission v0 --mode leaderboard
     python run.py --submission path/to/file.py                 # task from its #!POPCORN header
     python run.py calibrate                                    # measure this GPU's ceilings
+    python run.py serve                                        # a standing evaluator: later runs start warm
 """
 import os
 import shlex
@@ -697,11 +698,34 @@ def show_sweep(result, out) -> None:
                   f"kept[/]", highlight=False)
 
 
+@cli.command()
+def serve():
+    """Keep a standing evaluator for this checkout: it imports torch once, and each later run of one file from
+    this checkout (another terminal) is forked from it, workers included, instead of starting two interpreters."""
+    from harness.evaluator.server import ServerError
+    from harness.evaluator.server import serve as stand
+    try:
+        stand(run_here, lambda text: err_console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {escape(text)}",
+                                                      highlight=False, soft_wrap=True))
+    except ServerError as exc:
+        fail(str(exc), code=1)
+
+
 def main():
-    """The command line, then the process ends without the interpreter's teardown of its modules: with torch
-    loaded that took 0.27 s on a CPU after every record was written and every line printed. The exit handlers
-    still run first (they stop the workers and whatever they left behind)."""
+    """The command line: handed to this checkout's standing evaluator where one takes it (harness.forward), run
+    here otherwise. Then the process ends without the interpreter's teardown of its modules: with torch loaded
+    that took 0.27 s on a CPU after every record was written and every line printed."""
+    from harness.forward import forward
+    code = forward(sys.argv[1:], cli.commands)
+    os._exit(run_here() if code is None else code)
+
+
+def run_here() -> int:
+    """sys.argv's command in this process, its exit status returned once the exit handlers ran (they stop the
+    workers and whatever they left behind)."""
     import atexit
+    global err_console
+    err_console = Console(stderr=True)  # a standing evaluator's run has the command line's terminal
     try:
         cli()
         code = 0
@@ -712,7 +736,7 @@ def main():
     flush()
     atexit._run_exitfuncs()
     flush()  # what the exit handlers printed
-    os._exit(code)
+    return code
 
 
 def flush():

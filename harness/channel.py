@@ -16,7 +16,8 @@ import time
 
 MAX_LINE = 64 << 20  # a longer line is garbage, not a message
 KINDS = ("ready", "loaded", "fatal", "called", "queued", "sampled", "profiled", "error", "mapped",  # worker -> evaluator
-         "slots", "call", "arm", "go", "profile", "load", "stop")  # evaluator -> worker
+         "slots", "call", "arm", "go", "profile", "load", "stop",  # evaluator -> worker
+         "request", "signal", "started", "declined", "exit")  # command line <-> standing evaluator (harness.forward)
 
 
 class Garbled(Exception):
@@ -67,6 +68,11 @@ class Reader:
             if not chunk:
                 raise Closed("the channel was closed")
             self.buffer += chunk
+
+    def close(self) -> None:
+        """Close the socket that collects descriptors (take_fds); the channel's own descriptor stays the caller's."""
+        if self.sock is not None:
+            self.sock.close()
 
     def _line(self) -> dict | None:
         end = self.buffer.find(b"\n")

@@ -24,15 +24,16 @@ def _cuda_context() -> None:
         cuda.cuDevicePrimaryCtxRetain(ctypes.byref(context), device)  # held until the process ends, as torch holds it
 
 
-def _triton_key() -> None:
+def triton_key() -> None:
+    """Triton's cache key, computed once for the process (nothing where there is no Triton)."""
     try:
-        from triton.runtime.cache import triton_key  # Triton 3.3 and later; kept for the process (lru_cache)
-        triton_key()
+        from triton.runtime.cache import triton_key as key  # Triton 3.3 and later; kept for the process (lru_cache)
+        key()
     except Exception:  # noqa: BLE001 - no Triton, another layout of it: its first launch computes the key itself
         return
 
 
 def start(triton: bool = False) -> None:
     """The CUDA context, and with `triton` Triton's cache key, each on a thread of its own."""
-    for job in [_cuda_context, *([_triton_key] if triton else [])]:
+    for job in [_cuda_context, *([triton_key] if triton else [])]:
         threading.Thread(target=job, name=f"startup{job.__name__}", daemon=True).start()

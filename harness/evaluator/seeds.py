@@ -10,10 +10,18 @@ import hmac
 import secrets
 
 SEED_BITS = 63  # torch.manual_seed takes any non-negative 64-bit value; 63 keeps it a signed int too
+_drawn = False  # set once this process has drawn a key: a worker forked after that would hold a copy of it
+
+
+def drawn() -> bool:
+    """Whether this process has drawn a secret key (harness.evaluator.forked forks no worker after that)."""
+    return _drawn
 
 
 class SeedSource:
     def __init__(self, key: bytes | None = None):
+        global _drawn
+        _drawn = _drawn or not key
         self._key = key or secrets.token_bytes(32)
 
     def seed(self, *parts) -> int:

@@ -1,7 +1,8 @@
 """The evaluator's end of a worker process: start it confined, talk to it against the evaluator's own clock,
 end it and every process it started.
 
-A worker is a fresh `python -m harness.worker` in a session of its own, dying with the evaluator (parent-death
+A worker is a fresh `python -m harness.worker` (or, in an evaluator forked from a standing one, a fork of the
+evaluator: harness.evaluator.forked) in a session of its own, dying with the evaluator (parent-death
 signal; every live worker is killed when the evaluator exits, on SIGTERM or Ctrl-C too). Messages travel as JSON
 lines on one socket pair (harness.channel); every read has a deadline, so a submission that writes garbage, or
 nothing, gets a verdict within its timeout. The evaluator is a child subreaper (Linux): a process the worker
@@ -23,6 +24,7 @@ import time
 
 from .. import channel
 from ..paths import ROOT
+from . import forked
 from .cgroup import WorkerCgroup
 from .sandbox import worker_environment
 
@@ -167,17 +169,18 @@ class WorkerProcess:
         os.ftruncate(flag_fd, 4096)
         self.flag = mmap.mmap(flag_fd, 4096)
         env, writable, self.scratch = worker_environment([path])
-        command = [sys.executable, "-m", "harness.worker", "--task", task, "--channel", str(theirs.fileno()),
-                   "--flag", str(flag_fd), "--parent", str(os.getpid()),
-                   *[f"--writable={w}" for w in writable], *([] if confined else ["--unconfined"]), "--",
-                   str(path)]
+        args = ["--task", task, "--channel", str(theirs.fileno()), "--flag", str(flag_fd), "--parent", str(os.getpid()),
+                *[f"--writable={w}" for w in writable], *([] if confined else ["--unconfined"]), "--", str(path)]
         self.ready = False  # said "ready": it reads the channel, so it can be asked to leave
         self.listed = False  # its processes are its cgroup's (descendants)
         self.cgroup = WorkerCgroup.create()  # the worker moves in before it imports anything of the file (it
         # waits for "load" first)
-        self.process = subprocess.Popen(command, cwd=ROOT, env=env, pass_fds=(theirs.fileno(), flag_fd),
-                                        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                        start_new_session=True)
+        if forked.possible():
+            self.process = forked.start(args, env, (theirs.fileno(), flag_fd))
+        else:
+            self.process = subprocess.Popen([sys.executable, "-m", "harness.worker", *args], cwd=ROOT, env=env,
+                                            pass_fds=(theirs.fileno(), flag_fd), stdin=subprocess.DEVNULL,
+                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         if self.cgroup and not self.cgroup.add(self.process.pid):
             self.cgroup = None
         self.identity = identity(self.process.pid)

@@ -1,0 +1,145 @@
+"""A worker started by fork(2) from an evaluator that has torch imported and no CUDA driver started, instead of as
+a fresh `python -m harness.worker`: it skips a new interpreter's start and its import of torch (about 2 s on the
+device machines).
+
+Only an evaluator forked from a standing one (harness.evaluator.server) turns this on (`enable`). The child becomes
+what the fresh interpreter would be when the worker's main starts: a session of its own, stdin from /dev/null,
+stdout and stderr into the evaluator's pipe, the worker's environment and the repository as its folder, default
+signal handlers and none of the evaluator's exit handlers. It keeps no descriptor of the evaluator's but the ones it
+is passed (the channel, the hold's flag): not the standing evaluator's socket, not the connection to the command
+line that asked for the run, not the terminal.
+
+The child also holds a copy of the evaluator's memory as it was at the fork. So the evaluator forks only before it
+has drawn a secret (harness.evaluator.seeds.drawn) and before this process has loaded the CUDA driver, which does
+not survive a fork; otherwise (a worker replaced after a failed job, say) it spawns a fresh interpreter as before.
+"""
+import atexit
+import ctypes
+import io
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+from ..paths import ROOT
+from . import seeds
+
+_ENABLED = False
+DRIVER = "libcuda.so"  # the CUDA driver's library: mapped into this process once anything has started it
+POLL_S = 0.005
+PR_SET_NAME = 15
+
+
+def enable() -> None:
+    """Fork this process's workers from now on, where `possible()`."""
+    global _ENABLED
+    _ENABLED = True
+
+
+def driver_loaded() -> bool:
+    """Whether the CUDA driver's library is mapped into this process (a cudaGetDeviceCount, torch's first CUDA
+    call or harness.startup's context thread all load it)."""
+    try:
+        with open("/proc/self/maps") as f:
+            return DRIVER in f.read()
+    except OSError:
+        return True
+
+
+def possible() -> bool:
+    """Enabled, torch imported (the point of forking), no secret drawn, no CUDA driver loaded."""
+    return _ENABLED and "torch" in sys.modules and not seeds.drawn() and not driver_loaded()
+
+
+def name_process(name: bytes) -> None:
+    """The name ps and top show for a forked process, whose command line stays its parent's (PR_SET_NAME)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_NAME, ctypes.c_char_p(name[:15]), 0, 0, 0)
+    except OSError:
+        pass
+
+
+class ForkedProcess:
+    """What the supervisor uses of a subprocess.Popen (pid, stdout, poll, wait, kill), for a forked child."""
+
+    def __init__(self, pid: int, stdout):
+        self.pid, self.stdout, self.returncode = pid, stdout, None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                done, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere: its status is lost, as Popen takes it
+                self.returncode = 0
+                return 0
+            if done:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"worker {self.pid}", timeout)
+            time.sleep(POLL_S)
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def start(args: list[str], env: dict, pass_fds: tuple) -> ForkedProcess:
+    """Fork a worker that runs harness.worker's main with `args`."""
+    read, write = os.pipe()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    with warnings.catch_warnings():  # Python 3.12 warns of fork in a process with threads; the child runs
+        warnings.simplefilter("ignore", DeprecationWarning)  # none of their code and takes none of their locks
+        pid = os.fork()
+    if pid == 0:
+        try:
+            _become_worker(args, env, pass_fds, write)
+        finally:
+            os._exit(1)  # the worker's main leaves with os._exit itself; this is a failure before or in it
+    os.close(write)
+    return ForkedProcess(pid, os.fdopen(read, "rb"))
+
+
+def _become_worker(args: list[str], env: dict, pass_fds: tuple, output: int) -> None:
+    os.setsid()
+    name_process(b"nvfp4-worker")
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(output, 1)
+    os.dup2(output, 2)
+    keep = sorted({0, 1, 2, *pass_fds})
+    for low, high in zip(keep, [*keep[1:], None]):
+        os.closerange(low + 1, high if high is not None else os.sysconf("SC_OPEN_MAX"))
+    for signum in signal.valid_signals():
+        handler = signal.getsignal(signum)
+        if callable(handler) and handler is not signal.default_int_handler:
+            signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    atexit._clear()
+    os.chdir(ROOT)
+    os.environ.clear()
+    os.environ.update(env)
+    sys.dont_write_bytecode = env.get("PYTHONDONTWRITEBYTECODE") == "1"
+    tempfile.tempdir = None  # TMPDIR is the worker's own folder now
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False))
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), errors="backslashreplace", line_buffering=True)
+    sys.argv = [str(ROOT / "harness" / "worker" / "__main__.py"), *args]
+    from harness.worker.__main__ import leave, main
+    main(args)
+    leave()

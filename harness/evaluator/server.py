@@ -1,0 +1,276 @@
+"""A standing evaluator (`python run.py serve`): one process that imports torch, the harness and Triton's cache key
+once, and forks a fresh evaluator for each run that a command line of this checkout hands it (harness.forward).
+
+Each run still has an evaluator process of its own, with its own CUDA context, seeds and workers: the forked
+evaluator takes the command line's arguments, folder, environment and terminal, and runs them as run.py would. It
+starts its workers by fork too (harness.evaluator.forked), before it loads the CUDA driver, so neither side of a
+run pays a new interpreter's start and import of torch. This process itself never loads the driver, never draws a
+seed and never imports a submission.
+
+Who may ask for a run: a process of this user that does not descend from this one. Every process a run starts
+descends from it while it lives: the forked evaluator is a child subreaper (a worker's orphans come back to it), and
+so is this process (the orphans of an evaluator killed outright come here, and are killed). So a submission cannot
+have a run of its choosing started, outside its sandbox; where Landlock scopes abstract unix sockets (ABI 6 and
+later), its worker cannot even connect, for the socket is abstract. Its name comes from the user and the checkout's
+path (ADDRESS_ENV names another, or turns forwarding off).
+
+Code changed under it: every request compares a digest of the checkout's harness sources with the one taken when it
+started. If they differ the request is declined (the command line then runs the job itself) and this process starts
+itself again once no run is in flight.
+"""
+import ctypes
+import hashlib
+import importlib
+import io
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import threading
+import time
+from pathlib import Path
+
+from .. import channel
+from ..paths import ROOT
+from . import forked
+from .cgroup import own_folder, remove_stale
+from .supervisor import _own_children, become_subreaper, identity, stat_fields
+
+ADDRESS_ENV = "NVFP4_ARENA_SERVER"  # a name for the socket instead of the checkout's; "off": run.py never forwards
+OFF = "off"
+REQUEST_S = 5.0  # how long a connected command line may take to send its request
+POLL_S = 0.5  # how often the loop reaps finished runs while no request arrives
+SOURCES = ("run.py", "task.py", "leaderboard_shapes.yaml", "harness", "reference")  # what a digest covers
+WARM = ("torch", "numpy", "pandas", "triton", "harness.device", "harness.hold", "harness.precheck",
+        "harness.evaluator.runner", "harness.views.report", "harness.views.previous", "harness.worker.__main__",
+        "harness.worker.confine", "harness.worker.sample", "harness.worker.explain", "harness.layout")
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # what a command line passes on to its run
+PR_SET_PDEATHSIG = 1
+
+
+class ServerError(Exception):
+    """The standing evaluator cannot start (another one serves this checkout, say)."""
+
+
+def address() -> str | None:
+    """The socket's abstract name for this user and checkout (or ADDRESS_ENV's); None where forwarding is off."""
+    named = os.environ.get(ADDRESS_ENV)
+    if named == OFF:
+        return None
+    tail = named or hashlib.sha256(str(ROOT).encode()).hexdigest()[:16]
+    return f"\0nvfp4-arena-{os.getuid()}-{tail}"
+
+
+def source_digest(root: Path = ROOT) -> str:
+    """A digest of the checkout's harness, references, tasks and command line: the code a forked run executes."""
+    digest = hashlib.sha256()
+    for name in SOURCES:
+        top = root / name
+        files = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.suffix in (".py", ".yaml"))
+        for path in files:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                data = b""
+            digest.update(f"{path.relative_to(root)}\0{len(data)}\0".encode() + data)
+    return digest.hexdigest()
+
+
+def warm() -> None:
+    """Import what every run imports, and compute Triton's cache key; none of it starts the CUDA driver."""
+    for name in WARM:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            continue
+    from harness.startup import triton_key
+    triton_key()
+
+
+def descends_from(pid: int, ancestor: int) -> bool | None:
+    """Whether `pid` descends from `ancestor`, by the parents /proc shows; None where the process is gone."""
+    seen = set()
+    while pid > 1 and pid not in seen:
+        seen.add(pid)
+        fields = stat_fields(pid)
+        if not fields:
+            return None
+        pid = int(fields[1])
+        if pid == ancestor:
+            return True
+    return False
+
+
+def refusal(conn: socket.socket) -> str | None:
+    """Why the process at the other end may not ask for a run, or None. Its pid is the one it had when it
+    connected: a process that exits before it is checked is refused, and one checked is the same process (its
+    start time) before and after its ancestors are read."""
+    pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    if uid != os.getuid():
+        return f"uid {uid} is not this server's"
+    before = identity(pid)
+    descends = descends_from(pid, os.getpid())
+    if descends is None or before[1] is None or identity(pid) != before:
+        return "the process that asked is gone"
+    if descends:
+        return "a process started by a run may not ask for runs"
+    return None
+
+
+class Server:
+    """The listening socket, the runs in flight, and whether the code under it changed."""
+
+    def __init__(self, run, log):
+        self.run, self.log, self.pid = run, log, os.getpid()
+        self.digest = source_digest()
+        self.runs = {}  # pid -> the command line it runs
+        self.stale = False
+        name = address()
+        if name is None:
+            raise ServerError(f"{ADDRESS_ENV}={OFF}: forwarding is off, so a standing evaluator would serve nothing")
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self.listener.bind(name)
+        except OSError:
+            self.listener.close()
+            raise ServerError("a standing evaluator already serves this checkout") from None
+        self.listener.listen(16)
+
+    def loop(self) -> None:
+        while not (self.stale and not self.runs):
+            self.reap()
+            ready, _, _ = select.select([self.listener], [], [], POLL_S)
+            if ready:
+                conn, _ = self.listener.accept()
+                with conn:
+                    self.answer(conn)
+        self.listener.close()
+        self.log("the harness's sources changed: starting again")
+        os.execv(sys.executable, [sys.executable, *sys.argv])
+
+    def answer(self, conn: socket.socket) -> None:
+        why = refusal(conn)
+        reader = channel.Reader(conn.fileno(), take_fds=True)
+        try:
+            request = None if why else reader.receive(time.monotonic() + REQUEST_S)
+        except (channel.Closed, channel.Garbled):
+            request = None
+        fds, reader.fds = reader.fds, []
+        reader.close()
+        try:
+            if why is None and (request is None or request["kind"] != "request" or len(fds) != 3):
+                why = "no request arrived"
+            if why is None and (self.stale or source_digest() != self.digest):
+                self.stale, why = True, "the harness's sources changed since it started; it starts again"
+            if why is not None:
+                self.log(f"declined a request: {why}")
+                _send(conn, "declined", why=why)
+                return
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    evaluate(self, conn, request, fds)
+                finally:
+                    os._exit(1)
+            self.runs[pid] = " ".join(str(a) for a in request["argv"])
+            self.log(f"run {pid}: {self.runs[pid]}")
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def reap(self) -> None:
+        """Collect finished runs; kill any other child (what an evaluator killed outright left behind)."""
+        for pid in _own_children():
+            if pid not in self.runs:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid in self.runs:
+                code = os.waitstatus_to_exitcode(status)
+                self.log(f"run {pid} ended: " + (f"exit {code}" if code >= 0 else signal.Signals(-code).name))
+                del self.runs[pid]
+                if code < 0:
+                    base = own_folder()
+                    if base is not None:
+                        remove_stale(base)
+
+
+def _send(conn: socket.socket, kind: str, **payload) -> None:
+    try:
+        channel.send(conn.fileno(), kind, **payload)
+    except OSError:
+        pass
+
+
+def evaluate(server: Server, conn: socket.socket, request: dict, fds: list) -> None:
+    """The forked evaluator: take the command line's terminal, folder and environment, run its arguments as
+    run.py would, and hand back the exit status."""
+    server.listener.close()
+    os.setsid()  # the server's terminal signals are not this run's; the command line passes its own on
+    forked.name_process(b"nvfp4-run")
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != server.pid:  # it died before the signal was asked for
+        os._exit(1)
+    become_subreaper()
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+    for fd in fds:
+        if fd > 2:
+            os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update({str(k): str(v) for k, v in request["env"].items()})
+    for signum in signal.valid_signals():
+        if callable(signal.getsignal(signum)) and signal.getsignal(signum) is not signal.default_int_handler:
+            signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=os.isatty(1))
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), errors="backslashreplace", line_buffering=True)
+    forked.enable()
+    _send(conn, "started", pid=os.getpid())
+    threading.Thread(target=_pass_on_signals, args=(conn,), daemon=True).start()
+    argv = [str(a) for a in request["argv"]]
+    sys.argv = [sys.argv[0], *argv]
+    code = server.run()
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the command line leaves once it has the status
+    _send(conn, "exit", code=code)
+    os._exit(code)
+
+
+def _pass_on_signals(conn: socket.socket) -> None:
+    """The command line's signals, raised here; its end of the connection closed (it was killed): SIGTERM."""
+    reader = channel.Reader(conn.fileno())
+    while True:
+        try:
+            message = reader.receive(float("inf"))
+        except (channel.Closed, channel.Garbled):
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        if message["kind"] == "signal" and message.get("signum") in [int(s) for s in SIGNALS]:
+            os.kill(os.getpid(), message["signum"])
+
+
+def serve(run, log) -> None:
+    """Warm up, then serve this checkout's runs until interrupted. `run()` runs sys.argv as run.py does and returns
+    its exit status; `log(text)` reports each request. ServerError: it cannot listen."""
+    if forked.driver_loaded():
+        raise ServerError("this process has loaded the CUDA driver, which a forked run could not use")
+    become_subreaper()
+    started = time.monotonic()
+    warm()
+    if forked.driver_loaded():
+        raise ServerError("warming up loaded the CUDA driver, which a forked run could not use")
+    server = Server(run, log)
+    log(f"serving {ROOT} (warm in {time.monotonic() - started:.1f} s): its runs now start here; Ctrl-C stops it")
+    server.loop()

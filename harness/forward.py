@@ -1,0 +1,69 @@
+"""The command line's side of a standing evaluator (harness.evaluator.server): hand it a run and wait for its exit
+status.
+
+A run of one file (run.py's main command, not --ncu) goes to the standing evaluator of this checkout where one
+listens; anything else, or no answer, and run.py runs it itself as before. What is handed over: the arguments, the
+working folder, the environment, and stdin, stdout and stderr themselves (passed as descriptors), so output, colours
+and --json land where they would have. SIGINT, SIGTERM and SIGHUP that reach this process are passed on; if this
+process dies, the run is ended.
+"""
+import os
+import signal
+import socket
+import sys
+import time
+
+from . import channel
+from .evaluator.server import SIGNALS, address
+
+FIRST_ANSWER_S = 10.0  # how long the standing evaluator may take to say "started"
+NOT_FORWARDED = ("--ncu", "-h", "--help")  # runs under Nsight Compute, help texts
+
+
+def forwardable(argv: list[str], commands) -> bool:
+    """A run of one file: no other command named, nothing that must run in this process."""
+    return bool(argv) and not any(token in commands or token in NOT_FORWARDED for token in argv)
+
+
+def forward(argv: list[str], commands) -> int | None:
+    """The run's exit status, run by this checkout's standing evaluator; None where it did not take the run."""
+    name = address()
+    if name is None or not forwardable(argv, commands):
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(name)
+    except OSError:
+        sock.close()
+        return None
+    with sock:
+        try:
+            channel.send(sock.fileno(), "request", fds=(0, 1, 2), argv=argv, cwd=os.getcwd(), env=dict(os.environ))
+            reader = channel.Reader(sock.fileno())
+            answer = reader.receive(time.monotonic() + FIRST_ANSWER_S)
+        except (OSError, channel.Closed, channel.Garbled):
+            answer = None
+        if answer is None or answer["kind"] != "started":
+            why = answer.get("why") if answer else "no answer"
+            print(f"[nvfp4-arena: the standing evaluator did not take this run ({why}); running it here]",
+                  file=sys.stderr)
+            return None
+        return _wait(sock, reader)
+
+
+def _wait(sock: socket.socket, reader: channel.Reader) -> int:
+    def pass_on(signum, frame):
+        try:
+            channel.send(sock.fileno(), "signal", signum=int(signum))
+        except OSError:
+            pass
+    for signum in SIGNALS:
+        signal.signal(signum, pass_on)
+    while True:
+        try:
+            message = reader.receive(float("inf"))
+        except (channel.Closed, channel.Garbled):
+            print("[nvfp4-arena: the standing evaluator's run ended without an exit status]", file=sys.stderr)
+            return 1
+        if message["kind"] == "exit" and isinstance(message.get("code"), int):
+            return message["code"]

@@ -1,0 +1,234 @@
+"""The standing evaluator (run.py serve) and the command line's forwarding to it: runs are forked and give what a
+run of their own gives, signals reach them, nothing a run started can ask for a run, and changed code is not served."""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.evaluator import server
+from harness.forward import forwardable
+
+ROOT = Path(__file__).resolve().parent.parent
+REDTEAM = Path(__file__).resolve().parent / "redteam"
+FAULTS = Path(__file__).resolve().parent / "faults"
+SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
+COMMANDS = {"list", "serve", "sweep"}
+
+
+def test_only_a_run_of_one_file_is_forwarded():
+    assert forwardable(["--task", "gemm", "--submission", "v0"], COMMANDS)
+    assert not forwardable([], COMMANDS)
+    assert not forwardable(["list", "--task", "gemm"], COMMANDS)
+    assert not forwardable(["--task", "gemm", "--submission", "v0", "--ncu"], COMMANDS)
+    assert not forwardable(["--help"], COMMANDS)
+
+
+def test_the_address_is_the_users_and_the_checkouts_unless_named_or_off(monkeypatch):
+    monkeypatch.delenv(server.ADDRESS_ENV, raising=False)
+    default = server.address()
+    assert default.startswith("\0") and str(os.getuid()) in default
+    monkeypatch.setenv(server.ADDRESS_ENV, "elsewhere")
+    assert server.address() != default and server.address().endswith("elsewhere")
+    monkeypatch.setenv(server.ADDRESS_ENV, server.OFF)
+    assert server.address() is None
+
+
+def test_the_digest_follows_every_harness_source(tmp_path):
+    for name in ("run.py", "task.py", "leaderboard_shapes.yaml"):
+        (tmp_path / name).write_text(name)
+    (tmp_path / "harness" / "views").mkdir(parents=True)
+    (tmp_path / "reference").mkdir()
+    (tmp_path / "harness" / "views" / "a.py").write_text("x = 1\n")
+    before = server.source_digest(tmp_path)
+    (tmp_path / "harness" / "views" / "notes.txt").write_text("not code")
+    assert server.source_digest(tmp_path) == before
+    (tmp_path / "harness" / "views" / "a.py").write_text("x = 2\n")
+    assert server.source_digest(tmp_path) != before
+
+
+def test_a_descendant_is_refused_and_another_process_is_not():
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    name = f"\0nvfp4-arena-test-{uuid.uuid4().hex}"
+    listener.bind(name)
+    listener.listen(2)
+    with listener:
+        own = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        own.connect(name)  # this process: it does not descend from itself
+        conn, _ = listener.accept()
+        assert server.refusal(conn) is None
+        child = subprocess.Popen([sys.executable, "-c", "import socket, sys, time; s = socket.socket(socket.AF_UNIX); "
+                                  f"s.connect({name!r}); time.sleep(30)"])
+        try:
+            conn2, _ = listener.accept()
+            assert server.refusal(conn2) == "a process started by a run may not ask for runs"
+        finally:
+            child.kill()
+            child.wait()
+        for c in (own, conn, conn2):
+            c.close()
+
+
+class Standing:
+    """`run.py serve` under a name of its own, and command lines that reach it."""
+
+    def __init__(self, root: Path, env: dict):
+        self.root, self.env = root, env
+        self.log = open(env["NVFP4_ARENA_RESULTS"] + ".server.log", "w+")
+        self.proc = subprocess.Popen([sys.executable, str(root / "run.py"), "serve"], cwd=root, env=env,
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.wait_for("serving", 120)
+
+    def text(self) -> str:
+        self.log.flush()
+        return Path(self.log.name).read_text()
+
+    def wait_for(self, words: str, timeout: float, count: int = 1) -> None:
+        deadline = time.monotonic() + timeout
+        while self.text().count(words) < count:
+            assert self.proc.poll() is None and time.monotonic() < deadline, self.text()
+            time.sleep(0.1)
+
+    def run(self, *args, timeout=300, env=None) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, str(self.root / "run.py"), *args], capture_output=True, text=True,
+                              timeout=timeout, cwd=self.root, env=env or self.env)
+
+    def descendants(self) -> list[int]:
+        from harness.evaluator.supervisor import _parents
+        parents, ours = _parents(), {self.proc.pid}
+        while True:
+            grown = ours | {pid for pid, parent in parents.items() if parent in ours}
+            if grown == ours:
+                return sorted(ours - {self.proc.pid})
+            ours = grown
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.log.close()
+
+
+@pytest.fixture
+def standing(results_dir):
+    env = {**os.environ, server.ADDRESS_ENV: f"test-{uuid.uuid4().hex}"}
+    results_dir.mkdir(parents=True, exist_ok=True)
+    s = Standing(ROOT, env)
+    yield s
+    s.stop()
+
+
+@pytest.mark.slow
+def test_a_run_is_forked_and_gives_what_a_run_of_its_own_gives(standing, results_dir):
+    served = standing.run("--task", "gemm", "--submission", "v0", "--shapes", "smoke", "--json")
+    assert served.returncode == 0, served.stderr
+    assert "run " in standing.text() and "--submission v0" in standing.text()
+    records = [r for mode in json.loads(served.stdout) for r in mode["records"]]
+    assert records and all(r["status"] == "pass" for r in records)
+    assert "no capabilities" in served.stderr or "sandbox: none" in served.stderr
+    alone = standing.run("--task", "gemm", "--submission", "v0", "--shapes", "smoke", "--json",
+                         env={**standing.env, server.ADDRESS_ENV: server.OFF})
+    assert alone.returncode == 0
+    assert len(pd.read_json(results_dir / "gemm.jsonl", lines=True)) == 2 * len(records)
+    standing.wait_for("ended", 30)
+    assert len(re.findall(r"run \d+: ", standing.text())) == 1  # the second ran on its own
+
+
+@pytest.mark.slow
+def test_a_forked_worker_holds_none_of_the_command_lines_descriptors(standing):
+    proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
+                             str(SUBMISSIONS / "reports_its_process.py"), "--mode", "test", "--shapes", "smoke",
+                             "--case", "0", "--no-record"], cwd=ROOT, env=standing.env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    pipes = {f"pipe:[{os.fstat(stream.fileno()).st_ino}]" for stream in (proc.stdout, proc.stderr)}
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    seen = json.loads(next(line for line in err.splitlines() if line.startswith("PROCESS "))[len("PROCESS "):])
+    assert seen["forked"] and seen["cwd"] == str(ROOT) and "nvfp4-arena-worker-" in seen["tmpdir"]
+    targets = list(seen["fds"].values())
+    assert not pipes & set(targets), targets  # not the command line's stdout or stderr
+    assert sum(t.startswith("socket:") for t in targets) <= 2, targets  # the channel (and the copy that takes fds)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sandbox,words", [([], "connect refused"), (["--unconfined"], "may not ask for runs")])
+def test_a_submission_cannot_have_a_run_started(standing, results_dir, sandbox, words):
+    log = Path("/dev/shm/redteam_server_request.log")
+    log.unlink(missing_ok=True)
+    served = standing.run("--task", "gemm", "--submission", str(REDTEAM / "server_request.py"), "--mode", "test",
+                          "--shapes", "smoke", "--case", "0", "--json", *sandbox)
+    assert served.returncode == 0, served.stderr
+    said = log.read_text()
+    scoped = "abstract sockets scoped" in json.loads(served.stdout)[0]["records"][0]["sandbox"]  # Landlock ABI 6+
+    assert "'kind': 'started'" not in said and (words if scoped or sandbox else "may not ask for runs") in said, said
+    standing.wait_for("ended", 30)
+    assert len(re.findall(r"run \d+: ", standing.text())) == 1, standing.text()
+    assert set(pd.read_json(results_dir / "gemm.jsonl", lines=True)["version"]) == {"server_request"}
+
+
+@pytest.mark.slow
+def test_the_command_lines_signal_ends_the_run_and_its_workers(standing):
+    proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
+                             str(FAULTS / "sleeps.py"), "--mode", "test", "--timeout", "600", "--no-record"],
+                            cwd=ROOT, env=standing.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while len(standing.descendants()) < 2 and time.monotonic() < deadline:  # the run and its worker(s)
+        time.sleep(0.1)
+    assert len(standing.descendants()) >= 2
+    time.sleep(1.0)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == 143
+    standing.wait_for("ended", 30)
+    assert standing.descendants() == []
+
+
+@pytest.mark.slow
+def test_a_killed_command_line_ends_its_run(standing):
+    proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
+                             str(FAULTS / "sleeps.py"), "--mode", "test", "--timeout", "600", "--no-record"],
+                            cwd=ROOT, env=standing.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while len(standing.descendants()) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    proc.kill()
+    proc.wait()
+    standing.wait_for("ended", 30)
+    deadline = time.monotonic() + 15
+    while standing.descendants() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert standing.descendants() == []
+
+
+@pytest.mark.slow
+def test_changed_code_is_not_served_and_the_server_starts_again(tmp_path, results_dir):
+    root = tmp_path / "checkout"
+    root.mkdir()
+    for name in ("run.py", "task.py", "leaderboard_shapes.yaml"):
+        shutil.copy(ROOT / name, root / name)
+    for name in ("harness", "reference", "submissions"):
+        shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    results_dir.mkdir(parents=True, exist_ok=True)
+    s = Standing(root, {**os.environ, server.ADDRESS_ENV: f"test-{uuid.uuid4().hex}"})
+    try:
+        with open(root / "harness" / "views" / "report.py", "a") as f:
+            f.write("\n# changed\n")
+        stale = s.run("--task", "gemm", "--submission", "v0", "--mode", "test", "--shapes", "smoke", "--no-record")
+        assert stale.returncode == 0, stale.stderr
+        assert "did not take this run (the harness's sources changed" in stale.stderr
+        s.wait_for("serving", 120, count=2)
+        again = s.run("--task", "gemm", "--submission", "v0", "--mode", "test", "--shapes", "smoke", "--no-record")
+        assert again.returncode == 0 and "did not take" not in again.stderr
+        assert "--submission v0" in s.text()
+    finally:
+        s.stop()
