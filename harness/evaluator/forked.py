@@ -10,7 +10,7 @@ is passed (the channel, the hold's flag): not the standing evaluator's socket, n
 line that asked for the run, not the terminal.
 
 The child also holds a copy of the evaluator's memory as it was at the fork. So the evaluator forks only before it
-has drawn a secret (harness.evaluator.seeds.drawn) and before this process has loaded the CUDA driver, which does
+has drawn a secret (harness.evaluator.seeds.drawn) and before this process has started the CUDA driver, which does
 not survive a fork; otherwise (a worker replaced after a failed job, say) it spawns a fresh interpreter as before.
 """
 import atexit
@@ -28,7 +28,8 @@ from ..paths import ROOT
 from . import seeds
 
 _ENABLED = False
-DRIVER = "libcuda.so"  # the CUDA driver's library: mapped into this process once anything has started it
+DRIVER = "libcuda.so"  # the CUDA driver's library
+CUDA_ERROR_NOT_INITIALIZED = 3
 POLL_S = 0.005
 PR_SET_NAME = 15
 
@@ -39,19 +40,23 @@ def enable() -> None:
     _ENABLED = True
 
 
-def driver_loaded() -> bool:
-    """Whether the CUDA driver's library is mapped into this process (a cudaGetDeviceCount, torch's first CUDA
-    call or harness.startup's context thread all load it)."""
+def driver_started() -> bool:
+    """Whether the CUDA driver has been initialized in this process (cuInit: torch's first CUDA call, a
+    cudaGetDeviceCount, harness.startup's context thread). Importing torch may map the driver's library without
+    initializing it; then the driver answers that it is not initialized, and a fork is safe."""
     try:
         with open("/proc/self/maps") as f:
-            return DRIVER in f.read()
+            if DRIVER not in f.read():
+                return False
+        context = ctypes.c_void_p()
+        return ctypes.CDLL(DRIVER + ".1").cuCtxGetCurrent(ctypes.byref(context)) != CUDA_ERROR_NOT_INITIALIZED
     except OSError:
         return True
 
 
 def possible() -> bool:
-    """Enabled, torch imported (the point of forking), no secret drawn, no CUDA driver loaded."""
-    return _ENABLED and "torch" in sys.modules and not seeds.drawn() and not driver_loaded()
+    """Enabled, torch imported (the point of forking), no secret drawn, the CUDA driver not started."""
+    return _ENABLED and "torch" in sys.modules and not seeds.drawn() and not driver_started()
 
 
 def name_process(name: bytes) -> None:

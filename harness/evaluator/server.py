@@ -3,8 +3,8 @@ once, and forks a fresh evaluator for each run that a command line of this check
 
 Each run still has an evaluator process of its own, with its own CUDA context, seeds and workers: the forked
 evaluator takes the command line's arguments, folder, environment and terminal, and runs them as run.py would. It
-starts its workers by fork too (harness.evaluator.forked), before it loads the CUDA driver, so neither side of a
-run pays a new interpreter's start and import of torch. This process itself never loads the driver, never draws a
+starts its workers by fork too (harness.evaluator.forked), before it starts the CUDA driver, so neither side of a
+run pays a new interpreter's start and import of torch. This process itself never starts the driver, never draws a
 seed and never imports a submission.
 
 Who may ask for a run: a process of this user that does not descend from this one. Every process a run starts
@@ -264,13 +264,13 @@ def _pass_on_signals(conn: socket.socket) -> None:
 def serve(run, log) -> None:
     """Warm up, then serve this checkout's runs until interrupted. `run()` runs sys.argv as run.py does and returns
     its exit status; `log(text)` reports each request. ServerError: it cannot listen."""
-    if forked.driver_loaded():
-        raise ServerError("this process has loaded the CUDA driver, which a forked run could not use")
+    if forked.driver_started():
+        raise ServerError("this process has started the CUDA driver, which a forked run could not use")
     become_subreaper()
     started = time.monotonic()
     warm()
-    if forked.driver_loaded():
-        raise ServerError("warming up loaded the CUDA driver, which a forked run could not use")
+    if forked.driver_started():
+        raise ServerError("warming up started the CUDA driver, which a forked run could not use")
     server = Server(run, log)
     log(f"serving {ROOT} (warm in {time.monotonic() - started:.1f} s): its runs now start here; Ctrl-C stops it")
     server.loop()
