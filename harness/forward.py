@@ -7,6 +7,7 @@ working folder, the environment, and stdin, stdout and stderr themselves (passed
 and --json land where they would have. SIGINT, SIGTERM and SIGHUP that reach this process are passed on; if this
 process dies, the run is ended.
 """
+import hashlib
 import os
 import signal
 import socket
@@ -14,10 +15,22 @@ import sys
 import time
 
 from . import channel
-from .evaluator.server import SIGNALS, address
+from .paths import ROOT
 
+ADDRESS_ENV = "NVFP4_ARENA_SERVER"  # a name for the socket instead of the checkout's; "off": run.py never forwards
+OFF = "off"
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # what a command line passes on to its run
 FIRST_ANSWER_S = 10.0  # how long the standing evaluator may take to say "started"
 NOT_FORWARDED = ("--ncu", "-h", "--help")  # runs under Nsight Compute, help texts
+
+
+def address() -> str | None:
+    """The socket's abstract name for this user and checkout (or ADDRESS_ENV's); None where forwarding is off."""
+    named = os.environ.get(ADDRESS_ENV)
+    if named == OFF:
+        return None
+    tail = named or hashlib.sha256(str(ROOT).encode()).hexdigest()[:16]
+    return f"\0nvfp4-arena-{os.getuid()}-{tail}"
 
 
 def forwardable(argv: list[str], commands) -> bool:

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from harness.evaluator import server
+from harness import forward
 from harness.forward import forwardable
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,13 +35,13 @@ def test_only_a_run_of_one_file_is_forwarded():
 
 
 def test_the_address_is_the_users_and_the_checkouts_unless_named_or_off(monkeypatch):
-    monkeypatch.delenv(server.ADDRESS_ENV, raising=False)
-    default = server.address()
+    monkeypatch.delenv(forward.ADDRESS_ENV, raising=False)
+    default = forward.address()
     assert default.startswith("\0") and str(os.getuid()) in default
-    monkeypatch.setenv(server.ADDRESS_ENV, "elsewhere")
-    assert server.address() != default and server.address().endswith("elsewhere")
-    monkeypatch.setenv(server.ADDRESS_ENV, server.OFF)
-    assert server.address() is None
+    monkeypatch.setenv(forward.ADDRESS_ENV, "elsewhere")
+    assert forward.address() != default and forward.address().endswith("elsewhere")
+    monkeypatch.setenv(forward.ADDRESS_ENV, forward.OFF)
+    assert forward.address() is None
 
 
 def test_the_digest_follows_every_harness_source(tmp_path):
@@ -122,7 +123,7 @@ class Standing:
 
 @pytest.fixture
 def standing(results_dir):
-    env = {**os.environ, server.ADDRESS_ENV: f"test-{uuid.uuid4().hex}"}
+    env = {**os.environ, forward.ADDRESS_ENV: f"test-{uuid.uuid4().hex}"}
     results_dir.mkdir(parents=True, exist_ok=True)
     s = Standing(ROOT, env)
     yield s
@@ -138,7 +139,7 @@ def test_a_run_is_forked_and_gives_what_a_run_of_its_own_gives(standing, results
     assert records and all(r["status"] == "pass" for r in records)
     assert "no capabilities" in served.stderr or "sandbox: none" in served.stderr
     alone = standing.run("--task", "gemm", "--submission", "v0", "--shapes", "smoke", "--json",
-                         env={**standing.env, server.ADDRESS_ENV: server.OFF})
+                         env={**standing.env, forward.ADDRESS_ENV: forward.OFF})
     assert alone.returncode == 0
     assert len(pd.read_json(results_dir / "gemm.jsonl", lines=True)) == 2 * len(records)
     standing.wait_for("ended", 30)
@@ -169,7 +170,7 @@ def kinds(fds: dict) -> dict:
 @pytest.mark.slow
 def test_a_forked_worker_holds_what_a_fresh_one_holds(standing):
     forked, pipes = report_of_its_process(standing, standing.env)
-    fresh, _ = report_of_its_process(standing, {**standing.env, server.ADDRESS_ENV: server.OFF})
+    fresh, _ = report_of_its_process(standing, {**standing.env, forward.ADDRESS_ENV: forward.OFF})
     assert forked["forked"] and not fresh["forked"]
     assert forked["cwd"] == str(ROOT) and "nvfp4-arena-worker-" in forked["tmpdir"]
     assert not pipes & set(forked["fds"].values())  # not the command line's stdout or stderr
@@ -235,7 +236,7 @@ def test_changed_code_is_not_served_and_the_server_starts_again(tmp_path, result
     for name in ("harness", "reference", "submissions"):
         shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
     results_dir.mkdir(parents=True, exist_ok=True)
-    s = Standing(root, {**os.environ, server.ADDRESS_ENV: f"test-{uuid.uuid4().hex}"})
+    s = Standing(root, {**os.environ, forward.ADDRESS_ENV: f"test-{uuid.uuid4().hex}"})
     try:
         with open(root / "harness" / "views" / "report.py", "a") as f:
             f.write("\n# changed\n")

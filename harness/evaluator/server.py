@@ -12,7 +12,7 @@ descends from it while it lives: the forked evaluator is a child subreaper (a wo
 so is this process (the orphans of an evaluator killed outright come here, and are killed). So a submission cannot
 have a run of its choosing started, outside its sandbox; where Landlock scopes abstract unix sockets (ABI 6 and
 later), its worker cannot even connect, for the socket is abstract. Its name comes from the user and the checkout's
-path (ADDRESS_ENV names another, or turns forwarding off).
+path (harness.forward.address).
 
 Code changed under it: every request compares a digest of the checkout's harness sources with the one taken when it
 started. If they differ the request is declined (the command line then runs the job itself) and this process starts
@@ -33,34 +33,23 @@ import time
 from pathlib import Path
 
 from .. import channel
+from ..forward import ADDRESS_ENV, OFF, SIGNALS, address
 from ..paths import ROOT
 from . import forked
 from .cgroup import own_folder, remove_stale
 from .supervisor import _own_children, become_subreaper, identity, stat_fields
 
-ADDRESS_ENV = "NVFP4_ARENA_SERVER"  # a name for the socket instead of the checkout's; "off": run.py never forwards
-OFF = "off"
 REQUEST_S = 5.0  # how long a connected command line may take to send its request
 POLL_S = 0.5  # how often the loop reaps finished runs while no request arrives
 SOURCES = ("run.py", "task.py", "leaderboard_shapes.yaml", "harness", "reference")  # what a digest covers
 WARM = ("torch", "numpy", "pandas", "triton", "harness.device", "harness.hold", "harness.precheck",
         "harness.evaluator.runner", "harness.views.report", "harness.views.previous", "harness.worker.__main__",
         "harness.worker.confine", "harness.worker.sample", "harness.worker.explain", "harness.layout")
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # what a command line passes on to its run
 PR_SET_PDEATHSIG = 1
 
 
 class ServerError(Exception):
     """The standing evaluator cannot start (another one serves this checkout, say)."""
-
-
-def address() -> str | None:
-    """The socket's abstract name for this user and checkout (or ADDRESS_ENV's); None where forwarding is off."""
-    named = os.environ.get(ADDRESS_ENV)
-    if named == OFF:
-        return None
-    tail = named or hashlib.sha256(str(ROOT).encode()).hexdigest()[:16]
-    return f"\0nvfp4-arena-{os.getuid()}-{tail}"
 
 
 def source_digest(root: Path = ROOT) -> str:

@@ -1,6 +1,6 @@
 """Attack (a run outside the sandbox): ask the standing evaluator that forked this worker for a run of another file.
 
-At import, it connects to the socket a command line of this checkout would use (harness.evaluator.server.address),
+At import, it connects to the socket a command line of this checkout would use (harness.forward.address),
 hands over its own stdio and asks for a test run of a file it writes, stored under the name `pwned`: the forked
 evaluator would write records that no sandbox holds. It writes what it got to
 /dev/shm/redteam_server_request.log (writable under the sandbox). Computes honestly."""
@@ -11,7 +11,7 @@ import time
 from _honest import honest
 
 from harness import channel
-from harness.evaluator.server import address
+from harness.forward import address
 
 LOG = "/dev/shm/redteam_server_request.log"
 
