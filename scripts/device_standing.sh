@@ -4,10 +4,10 @@
 #   wall     ROUNDS (default 4) rounds of the first given version's benchmark, each round one run of its own
 #            (NVFP4_ARENA_SERVER=off) and one through the standing evaluator, in turn (runs.jsonl, share.md)
 #   tests    tests/test_server.py (server_tests.log)
-#   redteam  the red-team and sandbox tests with the standing evaluator up, so that every run.py they start is
-#            forked from it, four at a time; then alone the forged-report attacks (redteam.log)
 #   best     each given version's benchmark under arena and contest timing, back to back, through the standing
 #            evaluator (fidelity)
+#   redteam  the red-team and sandbox tests with the standing evaluator up, so that every run.py they start is
+#            forked from it, four at a time; then alone the forged-report attacks (redteam.log)
 # Usage on the device (with landlockpy's wheel carried in .whl/):
 #   NVFP4_ARENA_COMMIT=<hash> [STEPS="wall tests"] bash scripts/device_standing.sh [task:version ...]
 # Files in $OUT: env.txt, log.txt, server.log (the standing evaluator's own lines), runs.jsonl, share.md,
@@ -58,14 +58,6 @@ if has tests; then
   python3 -m pytest -q tests/test_server.py >> "$OUT/server_tests.log" 2>&1
   logged "server tests"
 fi
-if has redteam; then
-  ALONE="forge_report or intermittent_forge"
-  python3 -m pytest -q -n 4 tests/test_redteam.py tests/test_sandbox.py \
-    -k "not ($ALONE) and not honest_v0" >> "$OUT/redteam.log" 2>&1
-  logged "redteam served, in parallel"
-  python3 -m pytest -q -m slow tests/test_redteam.py -k "$ALONE" >> "$OUT/redteam.log" 2>&1
-  logged "redteam served, alone"
-fi
 if has best; then
   for spec in "${BEST[@]}"; do
     task=${spec%%:*} version=${spec#*:}
@@ -74,6 +66,14 @@ if has best; then
       --timing contest
   done
   python3 scripts/wall_share.py "$OUT/runs.jsonl" --markdown > "$OUT/share.md" 2>&1
+fi
+if has redteam; then
+  ALONE="forge_report or intermittent_forge"
+  python3 -m pytest -q -n 4 tests/test_redteam.py tests/test_sandbox.py \
+    -k "not ($ALONE) and not honest_v0" >> "$OUT/redteam.log" 2>&1
+  logged "redteam served, in parallel"
+  python3 -m pytest -q -m slow tests/test_redteam.py -k "$ALONE" >> "$OUT/redteam.log" 2>&1
+  logged "redteam served, alone"
 fi
 kill -INT "$SERVER"
 wait "$SERVER"
