@@ -2,12 +2,15 @@
 `python run.py ...` line of its bash blocks, from a folder holding `my_kernel.py` (gemv's root with its
 `#!POPCORN` header), edited once after the first run so that the second is a new try; `my_kernel@1a2b` stands for
 that first try. Records go to a copy of the committed ones. A command that needs a GPU this machine lacks must
-stop with a clear line (no traceback); every other command exits 0."""
+stop with a clear line (no traceback); `run.py serve`, which runs until stopped, must say that it serves and leave on
+Ctrl-C; every other command exits 0."""
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,7 @@ NEEDS_A_GPU = {  # the lines that time or read GPU-only files, or measure the GP
     "python run.py submit --task gemv --submission v12",
     "python run.py submit --task gemv --best",
 }
+STANDING = "python run.py serve"  # runs until stopped: it must come up, and leave on Ctrl-C
 
 
 def examples() -> list[str]:
@@ -53,6 +57,9 @@ def test_every_readme_example_runs_as_written(tmp_path):
     env = {**os.environ, "NVFP4_ARENA_RESULTS": str(results)}
     for n, command in enumerate(examples()):
         argv = command.replace(PLACEHOLDER, f"my_kernel@{first}").split()
+        if command == STANDING:
+            assert_it_serves(argv, tmp_path, {**env, "NVFP4_ARENA_SERVER": f"readme-{os.getpid()}"})
+            continue
         proc = subprocess.run([sys.executable, str(ROOT / "run.py"), *argv[2:]], cwd=tmp_path, env=env,
                               capture_output=True, text=True, timeout=600)
         said = proc.stdout + proc.stderr
@@ -63,3 +70,17 @@ def test_every_readme_example_runs_as_written(tmp_path):
             assert proc.returncode == 0, f"{command}\n{said[-3000:]}"
         if n == 0:  # the participant edits the file: the next run is a new try
             kernel.write_text(kernel.read_text() + "\n# edited\n")
+
+
+def assert_it_serves(argv: list[str], folder: Path, env: dict) -> None:
+    log = folder / "serve.log"
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), *argv[2:]], cwd=folder, env=env, stdout=out,
+                                stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while "serving" not in log.read_text() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(60)
+    said = log.read_text()
+    assert "serving" in said and "Traceback" not in said and code == 130, said
