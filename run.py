@@ -31,6 +31,7 @@ from reference.cases import leaderboards, task_config, timed_kind
 
 err_console = Console(stderr=True)
 SHAPES = click.Choice(["auto", "contest", "smoke"])
+EVERY_COMMAND = ("--no-tui",)  # the group's flags that hold for every command, before or after its name (popcorn-cli)
 
 
 def exit_on_signals():
@@ -180,8 +181,13 @@ class ArenaGroup(click.Group):
         return args
 
     def move_options(self, before: list[str], name: str, after: list[str]) -> list[str]:
+        """The options given before a command's name, moved after it where the command takes them; the group's
+        options for every command (EVERY_COMMAND) stay the group's, from either side of the name."""
         command = self.commands[name]
         known = {opt for p in command.params for opt in (*p.opts, *p.secondary_opts)}
+        kept = [token for token in [*before, *after] if token in EVERY_COMMAND]
+        before = [token for token in before if token not in EVERY_COMMAND]
+        after = [token for token in after if token not in EVERY_COMMAND]
         moved, i = [], 0
         while i < len(before):
             token = before[i]
@@ -191,7 +197,7 @@ class ArenaGroup(click.Group):
                 raise click.UsageError(f"{token} is not an option of `{name}` (see `{name} --help`)")
             moved += before[i:i + width]
             i += width
-        return [name, *moved, *after]
+        return [*kept, name, *moved, *after]
 
 
 @click.group(cls=ArenaGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})

@@ -123,8 +123,8 @@ def test_profile_mode_prints_hottest_ops(results_dir):
 
 @pytest.mark.slow
 def test_popcorn_cli_conventions(tmp_path, results_dir):
-    """--leaderboard nvfp4_gemv names the task, --no-tui prints plain text, and a #!POPCORN gpu line that names
-    another GPU is reported."""
+    """--leaderboard nvfp4_gemv names the task, --no-tui prints plain text (with a command too, on either side of
+    its name), and a #!POPCORN gpu line that names another GPU is reported."""
     source = (ROOT / "submissions" / "gemv" / "v0.py").read_text()
     path = tmp_path / "my_gemv.py"
     path.write_text("#!POPCORN leaderboard nvfp4_gemv\n#!POPCORN gpu B200\n" + source)
@@ -135,9 +135,12 @@ def test_popcorn_cli_conventions(tmp_path, results_dir):
     assert "this file targets B200 (its #!POPCORN gpu line); running on" in proc.stderr
     assert "\x1b[" not in proc.stdout + proc.stderr
     committed = {k: v for k, v in os.environ.items() if k != "NVFP4_ARENA_RESULTS"}  # the repository's records
-    listed = subprocess.run([sys.executable, str(ROOT / "run.py"), "list", "--leaderboard", "nvfp4_gemv"],
-                            capture_output=True, text=True, timeout=120, cwd=ROOT, env=committed)
-    assert listed.returncode == 0 and "gemv lineage" in listed.stdout
+    for argv in (["list", "--leaderboard", "nvfp4_gemv"], ["--no-tui", "list", "--leaderboard", "nvfp4_gemv"],
+                 ["list", "--leaderboard", "nvfp4_gemv", "--no-tui"]):
+        listed = subprocess.run([sys.executable, str(ROOT / "run.py"), *argv], capture_output=True, text=True,
+                                timeout=120, cwd=ROOT, env={**committed, "FORCE_COLOR": "1"})
+        assert listed.returncode == 0 and "gemv lineage" in listed.stdout, listed.stderr
+        assert ("--no-tui" in argv) == ("\x1b[" not in listed.stdout), argv
 
 
 def test_the_command_line_imports_no_torch_before_a_run_has_started_its_workers():
