@@ -52,7 +52,10 @@ def forward(argv: list[str], commands) -> int | None:
     with sock:
         try:
             channel.send(sock.fileno(), "request", fds=(0, 1, 2), argv=argv, cwd=os.getcwd(), env=dict(os.environ))
-            reader = channel.Reader(sock.fileno())
+        except OSError:
+            pass  # refused at once, the connection closed: the reason is still there to read
+        reader = channel.Reader(sock.fileno())
+        try:
             answer = reader.receive(time.monotonic() + FIRST_ANSWER_S)
         except (OSError, channel.Closed, channel.Garbled):
             answer = None

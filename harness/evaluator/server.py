@@ -141,33 +141,42 @@ class Server:
 
     def answer(self, conn: socket.socket) -> None:
         why = refusal(conn)
-        reader = channel.Reader(conn.fileno(), take_fds=True)
+        request, fds = (None, []) if why else _request(conn)
         try:
-            request = None if why else reader.receive(time.monotonic() + REQUEST_S)
-        except (channel.Closed, channel.Garbled):
-            request = None
-        fds, reader.fds = reader.fds, []
-        reader.close()
-        try:
-            if why is None and (request is None or request["kind"] != "request" or len(fds) != 3):
-                why = "no request arrived"
-            if why is None and (self.stale or source_digest() != self.digest):
-                self.stale, why = True, "the harness's sources changed since it started; it starts again"
+            why = why or self.declines(request, fds)
+            if why is None:
+                try:
+                    pid = os.fork()
+                except OSError as exc:
+                    why = f"it could not fork ({exc})"
             if why is not None:
                 self.log(f"declined a request: {why}")
                 _send(conn, "declined", why=why)
                 return
-            pid = os.fork()
             if pid == 0:
                 try:
                     evaluate(self, conn, request, fds)
                 finally:
                     os._exit(1)
-            self.runs[pid] = " ".join(str(a) for a in request["argv"])
+            self.runs[pid] = " ".join(request["argv"])
             self.log(f"run {pid}: {self.runs[pid]}")
         finally:
             for fd in fds:
                 os.close(fd)
+
+    def declines(self, request: dict | None, fds: list) -> str | None:
+        """Why a request from an allowed process is not served, or None."""
+        if request is None or request["kind"] != "request" or len(fds) != 3:
+            return "no request arrived"
+        env = request.get("env")
+        if not (isinstance(request.get("argv"), list) and all(isinstance(a, str) for a in request["argv"])
+                and isinstance(request.get("cwd"), str) and isinstance(env, dict)
+                and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
+            return "a malformed request"
+        if self.stale or source_digest() != self.digest:
+            self.stale = True
+            return "the harness's sources changed since it started; it starts again"
+        return None
 
     def reap(self) -> None:
         """Collect finished runs; kill any other child (what an evaluator killed outright left behind)."""
@@ -194,6 +203,17 @@ class Server:
                         remove_stale(base)
 
 
+def _request(conn: socket.socket) -> tuple[dict | None, list]:
+    """The request on a new connection and the descriptors that came with it (None: nothing whole in time)."""
+    reader = channel.Reader(conn.fileno(), take_fds=True)
+    try:
+        request = reader.receive(time.monotonic() + REQUEST_S)
+    except (channel.Closed, channel.Garbled):
+        request = None
+    reader.close()
+    return request, reader.fds
+
+
 def _send(conn: socket.socket, kind: str, **payload) -> None:
     try:
         channel.send(conn.fileno(), kind, **payload)
@@ -218,7 +238,7 @@ def evaluate(server: Server, conn: socket.socket, request: dict, fds: list) -> N
             os.close(fd)
     os.chdir(request["cwd"])
     os.environ.clear()
-    os.environ.update({str(k): str(v) for k, v in request["env"].items()})
+    os.environ.update(request["env"])
     for signum in signal.valid_signals():
         if callable(signal.getsignal(signum)) and signal.getsignal(signum) is not signal.default_int_handler:
             signal.signal(signum, signal.SIG_DFL)
@@ -229,8 +249,7 @@ def evaluate(server: Server, conn: socket.socket, request: dict, fds: list) -> N
     forked.enable()
     _send(conn, "started", pid=os.getpid())
     threading.Thread(target=_pass_on_signals, args=(conn,), daemon=True).start()
-    argv = [str(a) for a in request["argv"]]
-    sys.argv = [sys.argv[0], *argv]
+    sys.argv = [sys.argv[0], *request["argv"]]
     code = server.run()
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the command line leaves once it has the status
     _send(conn, "exit", code=code)

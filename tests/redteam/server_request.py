@@ -31,6 +31,9 @@ def ask() -> str:
     argv = ["--task", "gemm", "--submission", own, "--name", "pwned", "--mode", "test", "--shapes", "smoke"]
     try:
         channel.send(sock.fileno(), "request", fds=(0, 1, 2), argv=argv, cwd="/", env=dict(os.environ))
+    except OSError:
+        pass  # a server that refuses at once may have closed before the request was sent; its answer is still there
+    try:
         answer = channel.Reader(sock.fileno()).receive(time.monotonic() + 10)
     except (OSError, channel.Closed, channel.Garbled) as exc:
         return f"no answer: {exc!r}"
