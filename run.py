@@ -722,8 +722,17 @@ def main():
     here otherwise. Then the process ends without the interpreter's teardown of its modules: with torch loaded
     that took 0.27 s on a CPU after every record was written and every line printed."""
     from harness.forward import forward
-    code = forward(sys.argv[1:], cli.commands)
+    code = forward(sys.argv[1:]) if one_file_run(sys.argv[1:]) else None
     os._exit(run_here() if code is None else code)
+
+
+def one_file_run(argv: list[str]) -> bool:
+    """A run of one file, what a standing evaluator takes: no other command, not under Nsight Compute, no help."""
+    try:
+        normalized = cli.normalize(list(argv))
+    except click.UsageError:
+        return False  # run here, where the error is told
+    return bool(normalized) and normalized[0] not in cli.commands and not {"--ncu", "-h", "--help"} & set(normalized)
 
 
 def run_here() -> int:

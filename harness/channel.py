@@ -84,7 +84,7 @@ class Reader:
         del self.buffer[:end + 1]
         try:
             message = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):  # RecursionError: nested past Python's limit
             raise Garbled(f"a line that is not JSON: {raw[:80]!r}") from None
         if not isinstance(message, dict) or message.get("kind") not in KINDS:
             raise Garbled(f"a line that is no harness message: {raw[:80]!r}")

@@ -1,11 +1,12 @@
 """The command line's side of a standing evaluator (harness.evaluator.server): hand it a run and wait for its exit
 status.
 
-A run of one file (run.py's main command, not --ncu) goes to the standing evaluator of this checkout where one
+A run of one file (run.py's main command, not --ncu: run.py decides) goes to the standing evaluator of this checkout where one
 listens; anything else, or no answer, and run.py runs it itself as before. What is handed over: the arguments, the
 working folder, the environment, and stdin, stdout and stderr themselves (passed as descriptors), so output, colours
 and --json land where they would have. SIGINT, SIGTERM and SIGHUP that reach this process are passed on; if this
-process dies, the run is ended.
+process dies, the run is ended. Nothing is handed to a listener that harness.peers refuses (a worker that bound the
+address first, say): the run then starts here.
 """
 import hashlib
 import os
@@ -16,12 +17,12 @@ import time
 
 from . import channel
 from .paths import ROOT
+from .peers import Peer
 
 ADDRESS_ENV = "NVFP4_ARENA_SERVER"  # a name for the socket instead of the checkout's; "off": run.py never forwards
 OFF = "off"
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)  # what a command line passes on to its run
 FIRST_ANSWER_S = 10.0  # how long the standing evaluator may take to say "started"
-NOT_FORWARDED = ("--ncu", "-h", "--help")  # runs under Nsight Compute, help texts
 
 
 def address() -> str | None:
@@ -33,21 +34,23 @@ def address() -> str | None:
     return f"\0nvfp4-arena-{os.getuid()}-{tail}"
 
 
-def forwardable(argv: list[str], commands) -> bool:
-    """A run of one file: no other command named, nothing that must run in this process."""
-    return bool(argv) and not any(token in commands or token in NOT_FORWARDED for token in argv)
-
-
-def forward(argv: list[str], commands) -> int | None:
-    """The run's exit status, run by this checkout's standing evaluator; None where it did not take the run."""
+def forward(argv: list[str]) -> int | None:
+    """The exit status of run.py's `argv` (a run of one file), run by this checkout's standing evaluator; None where
+    none took the run."""
     name = address()
-    if name is None or not forwardable(argv, commands):
+    if name is None:
         return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(name)
+        why = Peer.of(sock).refusal()
     except OSError:
         sock.close()
+        return None
+    if why is not None:  # a worker may bind the name before a server does
+        sock.close()
+        print(f"[nvfp4-arena: not handing this run to the process at the standing evaluator's address ({why}); "
+              "running it here]", file=sys.stderr)
         return None
     with sock:
         try:

@@ -394,3 +394,16 @@ def test_a_submission_imported_from_sent_content_is_that_content_to_inspect_too(
     module = import_submission(path, "def custom_kernel(data):\n    return 'sent'\n")
     assert module.custom_kernel(None) == "sent"
     assert "'sent'" in inspect.getsource(module.custom_kernel) and module.__file__ == str(path)
+
+
+def test_a_line_nested_past_pythons_limit_is_garbled_not_an_exception():
+    import os
+    import time
+
+    from harness import channel
+    read, write = os.pipe()
+    os.write(write, b"[" * 20000 + b"]" * 20000 + b"\n")  # within a pipe's buffer, deeper than the limit
+    with pytest.raises(channel.Garbled):
+        channel.Reader(read).receive(time.monotonic() + 5)
+    os.close(read)
+    os.close(write)

@@ -17,21 +17,24 @@ import pytest
 
 from harness.evaluator import server
 from harness import forward
-from harness.forward import forwardable
+from harness.peers import Peer
 
 ROOT = Path(__file__).resolve().parent.parent
 REDTEAM = Path(__file__).resolve().parent / "redteam"
 FAULTS = Path(__file__).resolve().parent / "faults"
 SUBMISSIONS = Path(__file__).resolve().parent / "submissions"
-COMMANDS = {"list", "serve", "sweep"}
 
 
 def test_only_a_run_of_one_file_is_forwarded():
-    assert forwardable(["--task", "gemm", "--submission", "v0"], COMMANDS)
-    assert not forwardable([], COMMANDS)
-    assert not forwardable(["list", "--task", "gemm"], COMMANDS)
-    assert not forwardable(["--task", "gemm", "--submission", "v0", "--ncu"], COMMANDS)
-    assert not forwardable(["--help"], COMMANDS)
+    import run
+    assert run.one_file_run(["--task", "gemm", "--submission", "v0"])
+    assert run.one_file_run(["--task", "gemm", "--submission", "v0", "--mode", "leaderboard", "--name", "list"])
+    assert not run.one_file_run([])
+    assert not run.one_file_run(["list", "--task", "gemm"])
+    assert not run.one_file_run(["--task", "gemm", "list"])
+    assert not run.one_file_run(["--task", "gemm", "--submission", "v0", "--ncu"])
+    assert not run.one_file_run(["--help"])
+    assert not run.one_file_run(["no_such_file.py"])
 
 
 def test_the_address_is_the_users_and_the_checkouts_unless_named_or_off(monkeypatch):
@@ -57,26 +60,48 @@ def test_the_digest_follows_every_harness_source(tmp_path):
     assert server.source_digest(tmp_path) != before
 
 
-def test_a_descendant_is_refused_and_another_process_is_not():
+def connected_from(code: str) -> tuple[str, subprocess.Popen]:
+    """What harness.peers says of a child that runs `code` and then connects to a fresh listener here."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     name = f"\0nvfp4-arena-test-{uuid.uuid4().hex}"
     listener.bind(name)
-    listener.listen(2)
+    listener.listen(1)
+    child = subprocess.Popen([sys.executable, "-c", f"{code}\nimport socket, time\ns = socket.socket(socket.AF_UNIX)\n"
+                              f"s.connect({name!r})\ntime.sleep(30)"], cwd=ROOT)
     with listener:
-        own = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn, _ = listener.accept()
+        with conn:
+            return Peer.of(conn).refusal(ancestor=os.getpid()), child
+
+
+def test_a_descendant_a_confined_process_and_a_gone_one_are_refused_another_process_is_not():
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    name = f"\0nvfp4-arena-test-{uuid.uuid4().hex}"
+    listener.bind(name)
+    listener.listen(1)
+    with listener, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as own:
         own.connect(name)  # this process: it does not descend from itself
         conn, _ = listener.accept()
-        assert server.refusal(conn) is None
-        child = subprocess.Popen([sys.executable, "-c", "import socket, sys, time; s = socket.socket(socket.AF_UNIX); "
-                                  f"s.connect({name!r}); time.sleep(30)"])
-        try:
-            conn2, _ = listener.accept()
-            assert server.refusal(conn2) == "a process started by a run may not ask for runs"
-        finally:
-            child.kill()
-            child.wait()
-        for c in (own, conn, conn2):
-            c.close()
+        with conn:
+            assert Peer.of(conn).refusal(ancestor=os.getpid()) is None
+    cases = [("pass", "a process started by a run may not ask for runs"),
+             ("from harness.worker.confine import refuse_clone3; refuse_clone3()",
+              "the process at the other end is confined as a worker is")]
+    for code, why in cases:
+        said, child = connected_from(code)
+        child.kill()
+        child.wait()
+        assert said == why
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    name = f"\0nvfp4-arena-test-{uuid.uuid4().hex}"
+    listener.bind(name)
+    listener.listen(1)
+    child = subprocess.Popen([sys.executable, "-c", f"import socket; socket.socket(socket.AF_UNIX).connect({name!r})"])
+    child.wait()
+    with listener:
+        conn, _ = listener.accept()
+        with conn:
+            assert Peer.of(conn).refusal() == "the process at the other end is gone"
 
 
 class Standing:
@@ -146,16 +171,16 @@ def test_a_run_is_forked_and_gives_what_a_run_of_its_own_gives(standing, results
     assert len(re.findall(r"run \d+: ", standing.text())) == 1  # the second ran on its own
 
 
-def report_of_its_process(standing, env) -> tuple[dict, set]:
-    """What tests/submissions/reports_its_process.py saw of its worker, and the command line's own stdout and stderr."""
+def reports_of_its_processes(env) -> tuple[list[dict], set]:
+    """What tests/submissions/reports_its_process.py saw of its workers (the test mode's, then the benchmark's), and
+    the command line's own stdout and stderr."""
     proc = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
-                             str(SUBMISSIONS / "reports_its_process.py"), "--mode", "test", "--shapes", "smoke",
-                             "--case", "0", "--no-record"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                             str(SUBMISSIONS / "reports_its_process.py"), "--shapes", "smoke", "--case", "0",
+                             "--no-record"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     pipes = {f"pipe:[{os.fstat(stream.fileno()).st_ino}]" for stream in (proc.stdout, proc.stderr)}
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
-    return json.loads(next(line for line in err.splitlines() if line.startswith("PROCESS "))[len("PROCESS "):]), pipes
+    return [json.loads(line[len("PROCESS "):]) for line in err.splitlines() if line.startswith("PROCESS ")], pipes
 
 
 def kinds(fds: dict) -> dict:
@@ -168,18 +193,22 @@ def kinds(fds: dict) -> dict:
 
 
 @pytest.mark.slow
-def test_a_forked_worker_holds_what_a_fresh_one_holds(standing):
-    forked, pipes = report_of_its_process(standing, standing.env)
-    fresh, _ = report_of_its_process(standing, {**standing.env, forward.ADDRESS_ENV: forward.OFF})
-    assert forked["forked"] and not fresh["forked"]
-    assert forked["cwd"] == str(ROOT) and "nvfp4-arena-worker-" in forked["tmpdir"]
-    assert not pipes & set(forked["fds"].values())  # not the command line's stdout or stderr
-    assert {k: kinds(forked["fds"]).get(k) for k in ("socket", "pipe")} == \
-        {k: kinds(fresh["fds"]).get(k) for k in ("socket", "pipe")}, (forked["fds"], fresh["fds"])
+def test_forked_workers_hold_what_fresh_ones_hold(standing):
+    forked, pipes = reports_of_its_processes(standing.env)
+    fresh, _ = reports_of_its_processes({**standing.env, forward.ADDRESS_ENV: forward.OFF})
+    assert len(forked) == len(fresh) == 2  # the test mode's worker and the benchmark's, started together
+    for mine, theirs in zip(forked, fresh):
+        assert mine["forked"] and not theirs["forked"]
+        assert mine["cwd"] == str(ROOT) and "nvfp4-arena-worker-" in mine["tmpdir"]
+        assert not pipes & set(mine["fds"].values())  # not the command line's stdout or stderr
+        assert {k: kinds(mine["fds"]).get(k) for k in ("socket", "pipe")} == \
+            {k: kinds(theirs["fds"]).get(k) for k in ("socket", "pipe")}, (mine["fds"], theirs["fds"])
+        assert mine["holds"] == theirs["holds"]  # its own hold flag (on a GPU), no other worker's
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("sandbox,words", [([], "connect refused"), (["--unconfined"], "may not ask for runs")])
+@pytest.mark.parametrize("sandbox,words", [([], "connect refused|confined as a worker is"),
+                                           (["--unconfined"], "in a worker's cgroup|may not ask for runs")])
 def test_a_submission_cannot_have_a_run_started(standing, results_dir, sandbox, words):
     log = Path("/dev/shm/redteam_server_request.log")
     log.unlink(missing_ok=True)
@@ -188,7 +217,8 @@ def test_a_submission_cannot_have_a_run_started(standing, results_dir, sandbox, 
     assert served.returncode == 0, served.stderr
     said = log.read_text()
     scoped = "abstract sockets scoped" in json.loads(served.stdout)[0]["records"][0]["sandbox"]  # Landlock ABI 6+
-    assert "'kind': 'started'" not in said and (words if scoped or sandbox else "may not ask for runs") in said, said
+    expected = words if scoped or sandbox else "confined as a worker is"  # connected where Landlock has no scope
+    assert "'kind': 'started'" not in said and any(w in said for w in expected.split("|")), said
     standing.wait_for("ended", 30)
     assert len(re.findall(r"run \d+: ", standing.text())) == 1, standing.text()
     assert set(pd.read_json(results_dir / "gemm.jsonl", lines=True)["version"]) == {"server_request"}
@@ -249,3 +279,28 @@ def test_changed_code_is_not_served_and_the_server_starts_again(tmp_path, result
         assert "--submission v0" in s.text()
     finally:
         s.stop()
+
+
+@pytest.mark.slow
+def test_a_worker_that_takes_the_address_first_gets_no_command_line(results_dir):
+    log = Path("/dev/shm/redteam_server_squat.log")
+    log.unlink(missing_ok=True)
+    env = {**os.environ, forward.ADDRESS_ENV: f"test-{uuid.uuid4().hex}"}
+    squatting = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
+                                  str(REDTEAM / "server_squat.py"), "--mode", "test", "--shapes", "smoke", "--case",
+                                  "0", "--no-record"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)  # no server has the name: it runs on its own
+    try:
+        deadline = time.monotonic() + 60
+        while not (log.exists() and "bound" in log.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "bound" in log.read_text()
+        wrong = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
+                                str(REDTEAM / "nan_output.py"), "--mode", "test", "--shapes", "smoke", "--case", "0",
+                                "--json", "--no-record"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        squatting.kill()
+        squatting.wait()
+    assert "not handing this run" in wrong.stderr and "confined as a worker is" in wrong.stderr, wrong.stderr
+    assert wrong.returncode == 1 and json.loads(wrong.stdout)[0]["records"][0]["status"] == "fail"
+    assert "answered" not in log.read_text()

@@ -7,17 +7,20 @@ starts its workers by fork too (harness.evaluator.forked), before it starts the 
 run pays a new interpreter's start and import of torch. This process itself never starts the driver, never draws a
 seed and never imports a submission.
 
-Who may ask for a run: a process of this user that does not descend from this one. Every process a run starts
-descends from it while it lives: the forked evaluator is a child subreaper (a worker's orphans come back to it), and
-so is this process (the orphans of an evaluator killed outright come here, and are killed). So a submission cannot
-have a run of its choosing started, outside its sandbox; where Landlock scopes abstract unix sockets (ABI 6 and
-later), its worker cannot even connect, for the socket is abstract. Its name comes from the user and the checkout's
-path (harness.forward.address).
+Who may ask for a run: a process of this user, no more confined than this one, that does not descend from it
+(harness.peers, which binds what it reads of the process to a pidfd). Every process a run starts descends from it
+while it lives: the forked evaluator is a child subreaper (a worker's orphans come back to it), and so is this
+process (the orphans of an evaluator killed outright come here, and are killed). So a submission cannot have a run
+of its choosing started, outside its sandbox; where Landlock scopes abstract unix sockets (ABI 6 and later), its
+worker cannot even connect, for the socket is abstract. Its name comes from the user and the checkout's path
+(harness.forward.address). A worker can bind that name before a server does, so a command line checks the
+listener the same way before it hands anything over.
 
 Code changed under it: every request compares a digest of the checkout's harness sources with the one taken when it
 started. If they differ the request is declined (the command line then runs the job itself) and this process starts
 itself again once no run is in flight.
 """
+import atexit
 import ctypes
 import hashlib
 import importlib
@@ -26,20 +29,21 @@ import os
 import select
 import signal
 import socket
-import struct
 import sys
 import threading
 import time
+import traceback
 from pathlib import Path
 
 from .. import channel
 from ..forward import ADDRESS_ENV, OFF, SIGNALS, address
 from ..paths import ROOT
+from ..peers import Peer, supported
 from . import forked
 from .cgroup import own_folder, remove_stale
-from .supervisor import _own_children, become_subreaper, identity, stat_fields
+from .supervisor import _own_children, become_subreaper
 
-REQUEST_S = 5.0  # how long a connected command line may take to send its request
+REQUEST_S = 2.0  # how long a connected command line may take to send its request
 POLL_S = 0.5  # how often the loop reaps finished runs while no request arrives
 SOURCES = ("run.py", "task.py", "leaderboard_shapes.yaml", "harness", "reference")  # what a digest covers
 WARM = ("torch", "numpy", "pandas", "triton", "harness.device", "harness.hold", "harness.precheck",
@@ -78,42 +82,20 @@ def warm() -> None:
     triton_key()
 
 
-def descends_from(pid: int, ancestor: int) -> bool | None:
-    """Whether `pid` descends from `ancestor`, by the parents /proc shows; None where the process is gone."""
-    seen = set()
-    while pid > 1 and pid not in seen:
-        seen.add(pid)
-        fields = stat_fields(pid)
-        if not fields:
-            return None
-        pid = int(fields[1])
-        if pid == ancestor:
-            return True
-    return False
-
-
 def refusal(conn: socket.socket) -> str | None:
-    """Why the process at the other end may not ask for a run, or None. Its pid is the one it had when it
-    connected: a process that exits before it is checked is refused, and one checked is the same process (its
-    start time) before and after its ancestors are read."""
-    pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
-    if uid != os.getuid():
-        return f"uid {uid} is not this server's"
-    before = identity(pid)
-    descends = descends_from(pid, os.getpid())
-    if descends is None or before[1] is None or identity(pid) != before:
-        return "the process that asked is gone"
-    if descends:
-        return "a process started by a run may not ask for runs"
-    return None
+    """Why the process that connected may not ask for a run, or None (harness.peers)."""
+    try:
+        peer = Peer.of(conn)
+    except OSError:
+        return "the kernel did not say which process connected"
+    return peer.refusal(ancestor=os.getpid())
 
 
 class Server:
     """The listening socket, the runs in flight, and whether the code under it changed."""
 
-    def __init__(self, run, log):
-        self.run, self.log, self.pid = run, log, os.getpid()
-        self.digest = source_digest()
+    def __init__(self, run, log, digest: str):
+        self.run, self.log, self.pid, self.digest = run, log, os.getpid(), digest
         self.runs = {}  # pid -> the command line it runs
         self.stale = False
         name = address()
@@ -197,10 +179,9 @@ class Server:
                 code = os.waitstatus_to_exitcode(status)
                 self.log(f"run {pid} ended: " + (f"exit {code}" if code >= 0 else signal.Signals(-code).name))
                 del self.runs[pid]
-                if code < 0:
-                    base = own_folder()
-                    if base is not None:
-                        remove_stale(base)
+                base = own_folder()
+                if base is not None:
+                    remove_stale(base)
 
 
 def _request(conn: socket.socket) -> tuple[dict | None, list]:
@@ -208,7 +189,7 @@ def _request(conn: socket.socket) -> tuple[dict | None, list]:
     reader = channel.Reader(conn.fileno(), take_fds=True)
     try:
         request = reader.receive(time.monotonic() + REQUEST_S)
-    except (channel.Closed, channel.Garbled):
+    except (OSError, channel.Closed, channel.Garbled):
         request = None
     reader.close()
     return request, reader.fds
@@ -250,7 +231,12 @@ def evaluate(server: Server, conn: socket.socket, request: dict, fds: list) -> N
     _send(conn, "started", pid=os.getpid())
     threading.Thread(target=_pass_on_signals, args=(conn,), daemon=True).start()
     sys.argv = [sys.argv[0], *request["argv"]]
-    code = server.run()
+    try:
+        code = server.run()
+    except BaseException:  # noqa: BLE001 - a harness bug: shown as a cold run shows it, its workers stopped
+        traceback.print_exc()
+        atexit._run_exitfuncs()
+        code = 1
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the command line leaves once it has the status
     _send(conn, "exit", code=code)
     os._exit(code)
@@ -274,11 +260,15 @@ def serve(run, log) -> None:
     its exit status; `log(text)` reports each request. ServerError: it cannot listen."""
     if forked.driver_started():
         raise ServerError("this process has started the CUDA driver, which a forked run could not use")
+    if not supported():
+        raise ServerError("this kernel (before Linux 6.5) does not say which process is at a socket's other end, "
+                          "so the standing evaluator could not tell a command line from a submission")
     become_subreaper()
     started = time.monotonic()
+    digest = source_digest()  # before the imports: a change made while they run is seen at the first request
     warm()
     if forked.driver_started():
         raise ServerError("warming up started the CUDA driver, which a forked run could not use")
-    server = Server(run, log)
+    server = Server(run, log, digest)
     log(f"serving {ROOT} (warm in {time.monotonic() - started:.1f} s): its runs now start here; Ctrl-C stops it")
     server.loop()

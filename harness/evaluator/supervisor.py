@@ -168,6 +168,7 @@ class WorkerProcess:
         flag_fd = os.memfd_create("nvfp4-arena-hold", os.MFD_CLOEXEC)
         os.ftruncate(flag_fd, 4096)
         self.flag = mmap.mmap(flag_fd, 4096)
+        self.flag.madvise(mmap.MADV_DONTFORK)  # a worker forked later does not map this worker's flag
         env, writable, self.scratch = worker_environment([path])
         args = ["--task", task, "--channel", str(theirs.fileno()), "--flag", str(flag_fd), "--parent", str(os.getpid()),
                 *[f"--writable={w}" for w in writable], *([] if confined else ["--unconfined"]), "--", str(path)]
@@ -239,11 +240,15 @@ class WorkerProcess:
         """Stop the worker and every process it started (SIGSTOP), or let them go on (SIGCONT): a worker waiting
         for its turn among others (diff --measure) takes no CPU from the one being timed."""
         sig = signal.SIGSTOP if frozen else signal.SIGCONT
-        for send, target in [(os.killpg, self.process.pid), *((os.kill, pid) for pid in self.descendants())]:
+        targets = [self.process.pid, *self.descendants()]
+        for send, target in [(os.killpg, self.process.pid), *((os.kill, pid) for pid in targets[1:])]:
             try:
                 send(target, sig)
             except (ProcessLookupError, PermissionError):
                 pass
+        deadline = time.monotonic() + FREEZE_WAIT_S  # a signal takes effect when its process is next scheduled
+        while frozen and time.monotonic() < deadline and any(_running(pid) for pid in targets):
+            time.sleep(0.001)
 
     def descendants(self) -> list[int]:
         """Processes the worker started that are still alive: the others in its cgroup where it has one and its
@@ -336,6 +341,15 @@ def kill_strays(pids: list, spare: set = frozenset()):
                 pass
         quiet = 0 if alive else quiet + 1
         pids = _own_children()
+
+
+FREEZE_WAIT_S = 0.5  # how long freeze() waits for the stopped processes to show as stopped
+
+
+def _running(pid: int) -> bool:
+    """Neither stopped nor gone (a process whose SIGSTOP has not yet taken effect reads R or S)."""
+    fields = stat_fields(pid)
+    return bool(fields) and fields[0] not in ("T", "t", "Z", "X")
 
 
 def _is_zombie(pid: int) -> bool:
