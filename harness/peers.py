@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass
 
 SO_PEERPIDFD = getattr(socket, "SO_PEERPIDFD", 77)  # Linux 6.5
-WORKER_CGROUP = "nvfp4-arena-worker-"  # harness.evaluator.cgroup's prefix
+WORKER_CGROUP = "nvfp4-arena-worker-"  # how every worker's cgroup is named (harness.evaluator.cgroup)
 CONFINEMENT = ("Seccomp_filters", "NoNewPrivs")  # /proc/<pid>/status fields a worker's sandbox raises
 
 

@@ -63,10 +63,10 @@ def test_a_cgroup_ends_every_process_of_a_tree_that_forks_without_pause():
 
 @pytest.mark.skipif(not cgroup_available(), reason="needs a writable cgroup v2 hierarchy with cgroup.kill")
 def test_the_cgroup_of_an_evaluator_that_is_gone_is_emptied_and_removed():
-    from harness.evaluator.cgroup import PREFIX, WorkerCgroup, own_folder, remove_stale
+    from harness.evaluator.cgroup import WORKER_CGROUP, WorkerCgroup, own_folder, remove_stale
     gone = subprocess.Popen(["true"])
     gone.wait()
-    stale = WorkerCgroup(own_folder() / f"{PREFIX}{gone.pid}-0")
+    stale = WorkerCgroup(own_folder() / f"{WORKER_CGROUP}{gone.pid}-0")
     stale.folder.mkdir()
     left = subprocess.Popen(["sleep", "30"])
     assert stale.add(left.pid)

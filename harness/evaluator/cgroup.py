@@ -17,9 +17,10 @@ import signal
 import time
 from pathlib import Path
 
+from ..peers import WORKER_CGROUP
+
 KILL_WAIT_S = 5.0  # how long kill() waits for the cgroup to empty
-PREFIX = "nvfp4-arena-worker-"  # then the evaluator's pid, a dash and a counter
-_NAMES = itertools.count()
+_NAMES = itertools.count()  # the names of this process's worker cgroups: WORKER_CGROUP, its pid, a dash, the count
 
 
 def own_folder() -> Path | None:
@@ -40,11 +41,11 @@ def own_folder() -> Path | None:
 def remove_stale(base: Path) -> None:
     """Kill and remove the cgroups of evaluators that are gone (one killed outright runs no exit handler)."""
     try:
-        folders = [f for f in base.iterdir() if f.name.startswith(PREFIX)]
+        folders = [f for f in base.iterdir() if f.name.startswith(WORKER_CGROUP)]
     except OSError:
         return
     for folder in folders:
-        owner = folder.name[len(PREFIX):].split("-")[0]
+        owner = folder.name[len(WORKER_CGROUP):].split("-")[0]
         if owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
             WorkerCgroup(folder).remove()
 
@@ -62,7 +63,7 @@ class WorkerCgroup:
         if base is None:
             return None
         remove_stale(base)
-        folder = base / f"{PREFIX}{os.getpid()}-{next(_NAMES)}"
+        folder = base / f"{WORKER_CGROUP}{os.getpid()}-{next(_NAMES)}"
         try:
             folder.mkdir()
             if (folder / "cgroup.kill").exists():
