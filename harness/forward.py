@@ -34,6 +34,12 @@ def address() -> str | None:
     return f"\0nvfp4-arena-{os.getuid()}-{tail}"
 
 
+def interpreter() -> dict:
+    """What this process's Python took from its start (its executable, the PYTHON* variables): a forked run keeps the
+    standing evaluator's, so a command line whose differ runs on its own."""
+    return {"executable": sys.executable, **{k: v for k, v in os.environ.items() if k.startswith("PYTHON")}}
+
+
 def forward(argv: list[str]) -> int | None:
     """The exit status of run.py's `argv` (a run of one file), run by this checkout's standing evaluator; None where
     none took the run."""
@@ -54,7 +60,8 @@ def forward(argv: list[str]) -> int | None:
         return None
     with sock:
         try:
-            channel.send(sock.fileno(), "request", fds=(0, 1, 2), argv=argv, cwd=os.getcwd(), env=dict(os.environ))
+            channel.send(sock.fileno(), "request", fds=(0, 1, 2), argv=argv, cwd=os.getcwd(), env=dict(os.environ),
+                         python=interpreter())
         except OSError:
             pass  # refused at once, the connection closed: the reason is still there to read
         reader = channel.Reader(sock.fileno())

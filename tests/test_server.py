@@ -169,6 +169,9 @@ def test_a_run_is_forked_and_gives_what_a_run_of_its_own_gives(standing, results
     assert len(pd.read_json(results_dir / "gemm.jsonl", lines=True)) == 2 * len(records)
     standing.wait_for("ended", 30)
     assert len(re.findall(r"run \d+: ", standing.text())) == 1  # the second ran on its own
+    other = standing.run("--task", "gemm", "--submission", "v0", "--mode", "test", "--shapes", "smoke", "--no-record",
+                         env={**standing.env, "PYTHONFAULTHANDLER": "" if "PYTHONFAULTHANDLER" in os.environ else "1"})
+    assert other.returncode == 0 and "its Python (executable or PYTHON* variables) is not" in other.stderr
 
 
 def reports_of_its_processes(env) -> tuple[list[dict], set]:

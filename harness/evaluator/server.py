@@ -36,7 +36,7 @@ import traceback
 from pathlib import Path
 
 from .. import channel
-from ..forward import ADDRESS_ENV, OFF, SIGNALS, address
+from ..forward import ADDRESS_ENV, OFF, SIGNALS, address, interpreter
 from ..paths import ROOT
 from ..peers import Peer, supported
 from . import forked
@@ -95,7 +95,7 @@ class Server:
     """The listening socket, the runs in flight, and whether the code under it changed."""
 
     def __init__(self, run, log, digest: str):
-        self.run, self.log, self.pid, self.digest = run, log, os.getpid(), digest
+        self.run, self.log, self.pid, self.digest, self.python = run, log, os.getpid(), digest, interpreter()
         self.runs = {}  # pid -> the command line it runs
         self.stale = False
         name = address()
@@ -155,6 +155,8 @@ class Server:
                 and isinstance(request.get("cwd"), str) and isinstance(env, dict)
                 and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())):
             return "a malformed request"
+        if request.get("python") != self.python:
+            return "its Python (executable or PYTHON* variables) is not this server's"
         if self.stale or source_digest() != self.digest:
             self.stale = True
             return "the harness's sources changed since it started; it starts again"
