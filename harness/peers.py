@@ -4,9 +4,10 @@ the standing evaluator (harness.evaluator.server, harness.forward).
 The kernel says which process connected (or listened) and its uid (SO_PEERCRED), and hands a pidfd bound to that
 very process (SO_PEERPIDFD, Linux 6.5): what is read of the pid in /proc is that process's only if the pidfd shows
 it alive after the reading, for a live process's pid cannot be reused. A peer is refused when it is of another
-uid, is gone, is more confined than this process (more seccomp filters, or no_new_privs where this process has
-none: every worker adds a filter of its own, harness.worker.confine), sits in a worker's cgroup, or, where an
-ancestor is named, descends from it.
+uid, is gone, is more confined than this process or than its own parent (more seccomp filters, or no_new_privs
+where the other has none: every worker adds a filter to what its evaluator had, harness.worker.confine, and its
+processes that outlive their parents come back to the evaluator, a subreaper), sits in a worker's cgroup, or,
+where an ancestor is named, descends from it.
 """
 import os
 import select
@@ -75,11 +76,12 @@ class Peer:
             if self.uid != os.getuid():
                 return f"uid {self.uid} is not this process's"
             theirs, ours = status(self.pid), status("self")
+            parent = status(theirs.get("PPid", "0")) if theirs else None
             cgroup = _read(f"/proc/{self.pid}/cgroup")
             descends = descends_from(self.pid, ancestor) if ancestor is not None else False
-            if theirs is None or descends is None or cgroup is None or not _alive(self.pidfd):
+            if None in (theirs, parent, descends, cgroup) or not _alive(self.pidfd):
                 return "the process at the other end is gone"
-            if any(int(theirs.get(k, "0")) > int(ours.get(k, "0")) for k in CONFINEMENT):
+            if _more_confined(theirs, ours) or _more_confined(theirs, parent):
                 return "the process at the other end is confined as a worker is"
             if WORKER_CGROUP in cgroup:
                 return "the process at the other end is in a worker's cgroup"
@@ -88,6 +90,10 @@ class Peer:
             return None
         finally:
             os.close(self.pidfd)
+
+
+def _more_confined(these: dict, those: dict) -> bool:
+    return any(int(these.get(k, "0")) > int(those.get(k, "0")) for k in CONFINEMENT)
 
 
 def _read(path: str) -> str | None:

@@ -237,3 +237,34 @@ def test_a_cgroup_listing_that_cannot_be_read_is_not_taken_for_no_strays():
     finally:
         os.killpg(parent.pid, 9)
         parent.wait()
+
+
+def test_without_landlock_a_worker_still_carries_the_filter_by_which_peers_know_it():
+    """harness.peers tells a worker by the seccomp filter and no_new_privs its sandbox adds; they go on where
+    Landlock cannot (here: landlockpy hidden), so that a worker still cannot pass for a command line."""
+    probe = ("import sys; sys.modules['landlockpy'] = None\n"
+             "from harness.worker.confine import confine\n"
+             "print(confine([]).line)\n"
+             "print(open('/proc/self/status').read())")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    line, status = proc.stdout.split("\n", 1)
+    assert line.startswith("none: landlockpy is not installed") and "clone3 refused" in line, proc.stderr
+    assert "NoNewPrivs:\t1" in status
+
+
+def test_a_link_planted_in_a_build_cache_is_not_followed(tmp_path):
+    """A worker may write its file's build folder: a link it leaves there in place of a cache folder is removed
+    before the next run's evaluator makes the folder, instead of being followed to make folders where it points."""
+    from harness.evaluator.sandbox import CACHE_FOLDERS, build_cache, worker_environment
+    path = tmp_path / "planted.py"
+    path.write_text(f"# {tmp_path}\n")
+    folder = build_cache([path])
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    triton = folder / CACHE_FOLDERS["TRITON_HOME"]
+    shutil.rmtree(triton, ignore_errors=True)
+    triton.symlink_to(target)
+    _, _, scratch = worker_environment([path])
+    scratch.cleanup()
+    assert list(target.iterdir()) == [] and triton.is_dir() and not triton.is_symlink()
+    shutil.rmtree(folder)

@@ -80,12 +80,23 @@ class Scratch:
         shutil.rmtree(self.name, ignore_errors=True)
 
 
+def real_folders(base: Path, path: Path) -> None:
+    """`path`, inside `base`, made of real folders: a link or a file that a worker left on the way is removed first,
+    so that the evaluator never follows a link planted in a build cache (it would make folders where it points)."""
+    current = base
+    for part in path.relative_to(base).parts:
+        current = current / part
+        if current.is_symlink() or (current.exists() and not current.is_dir()):
+            current.unlink()
+        current.mkdir(exist_ok=True)
+
+
 def worker_environment(paths: list) -> tuple[dict, list[str], Scratch]:
     scratch = Scratch(tempfile.mkdtemp(prefix="nvfp4-arena-worker-"))
     folder = build_cache(paths)
     caches = cache_variables(folder)
     for cache in caches.values():
-        Path(cache).mkdir(parents=True, exist_ok=True)
+        real_folders(folder, Path(cache))
     env = {**os.environ, **caches, "TMPDIR": scratch.name, "PYTHONDONTWRITEBYTECODE": "1",
            "TRITON_CACHE_DIR": str(HOLD_CACHE), FILE_TRITON_CACHE: caches["TRITON_CACHE_DIR"]}
     return env, [scratch.name, str(folder)], scratch

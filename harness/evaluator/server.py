@@ -18,7 +18,7 @@ listener the same way before it hands anything over.
 
 Code changed under it: every request compares a digest of the checkout's harness sources with the one taken when it
 started. If they differ the request is declined (the command line then runs the job itself) and this process starts
-itself again once no run is in flight.
+itself again once no run is in flight, keeping its listening socket (and so its name) across the restart.
 """
 import atexit
 import ctypes
@@ -45,6 +45,7 @@ from .supervisor import _own_children, become_subreaper
 
 REQUEST_S = 2.0  # how long a connected command line may take to send its request
 POLL_S = 0.5  # how often the loop reaps finished runs while no request arrives
+LISTENER_ENV = "NVFP4_ARENA_SERVER_SOCKET"  # the listening socket's descriptor, kept across a restart
 SOURCES = ("run.py", "task.py", "leaderboard_shapes.yaml", "harness", "reference")  # what a digest covers
 WARM = ("torch", "numpy", "pandas", "triton", "harness.device", "harness.hold", "harness.precheck",
         "harness.evaluator.runner", "harness.views.report", "harness.views.previous", "harness.worker.__main__",
@@ -101,6 +102,11 @@ class Server:
         name = address()
         if name is None:
             raise ServerError(f"{ADDRESS_ENV}={OFF}: forwarding is off, so a standing evaluator would serve nothing")
+        kept = os.environ.pop(LISTENER_ENV, None)  # this process started itself again: the name never went free
+        if kept is not None:
+            self.listener = socket.socket(fileno=int(kept))
+            os.set_inheritable(self.listener.fileno(), False)
+            return
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self.listener.bind(name)
@@ -117,8 +123,9 @@ class Server:
                 conn, _ = self.listener.accept()
                 with conn:
                     self.answer(conn)
-        self.listener.close()
         self.log("the harness's sources changed: starting again")
+        os.set_inheritable(self.listener.fileno(), True)  # kept bound: no worker can take the name meanwhile, and
+        os.environ[LISTENER_ENV] = str(self.listener.fileno())  # command lines wait in its queue for the new code
         os.execv(sys.executable, [sys.executable, *sys.argv])
 
     def answer(self, conn: socket.socket) -> None:

@@ -116,11 +116,12 @@ class Confinement:
 
 
 def confine(writable: list[str]) -> Confinement:
+    """The sandbox, all of what this kernel allows. The filter goes on without Landlock too: with it comes
+    no_new_privs, the mark by which a command line or the standing evaluator knows a worker (harness.peers)."""
     landlock = confine_files(writable)
-    if landlock.startswith("none"):  # no file rules to keep a root worker from the records; its capabilities still go
-        return Confinement(f"{landlock}; {drop_capabilities()}")
     clone3 = refuse_clone3()
-    return Confinement(f"{landlock}; {clone3}; {drop_capabilities()}", cgroup_bound=clone3 == CLONE3_REFUSED)
+    bound = clone3 == CLONE3_REFUSED and not landlock.startswith("none")  # no file rules: a root worker could
+    return Confinement(f"{landlock}; {clone3}; {drop_capabilities()}", cgroup_bound=bound)  # write cgroup.procs
 
 
 def confine_files(writable: list[str]) -> str:
