@@ -732,7 +732,8 @@ def one_file_run(argv: list[str]) -> bool:
         normalized = cli.normalize(list(argv))
     except click.UsageError:
         return False  # run here, where the error is told
-    return bool(normalized) and normalized[0] not in cli.commands and not {"--ncu", "-h", "--help"} & set(normalized)
+    here = {"--ncu", *cli.get_help_option_names(click.Context(cli))}
+    return bool(normalized) and normalized[0] not in cli.commands and not here & set(normalized)
 
 
 def run_here() -> int:

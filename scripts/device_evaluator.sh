@@ -39,20 +39,6 @@ STEPS=" ${STEPS:-redteam template best v0 default} "
   python3 -c "from harness.evaluator.cgroup import WorkerCgroup as C; c = C.create(); print('worker cgroup:', c and c.folder); c and c.remove()"
   echo "commit ${NVFP4_ARENA_COMMIT:-unknown}"; } >> "$OUT/env.txt" 2>&1
 
-one() {  # one() LABEL SECONDS run.py-arguments...: appends {label, seconds, rc, out} to runs.jsonl
-  local label=$1 limit=$2; shift 2
-  local started rc
-  started=$(date +%s.%N)
-  timeout "$limit" python3 run.py "$@" --json > /tmp/one.json 2>> "$OUT/log.txt"
-  rc=$?
-  run_line "$label" "$started" "$rc" /tmp/one.json >> "$OUT/runs.jsonl"
-  stamp "$label" "$rc"
-}
-has() { [[ "$STEPS" == *" $1 "* ]]; }
-stamp() { echo "$(date +%T) $1 rc=$2" >> "$OUT/log.txt"; }  # stamp WHAT RC: a step's exit status in log.txt
-logged() {  # logged WHAT: the last command's exit status, stamped (read before $(date) resets it)
-  stamp "$1" $?
-}
 built() {  # the builds waited for and stamped, once, whichever step needs them first
   [ -n "$BUILD" ] || return 0
   wait "$BUILD"

@@ -20,23 +20,10 @@ mkdir -p "$OUT/results"
 BEST=("${@:-gemm:v27 group_gemm:v34 gemv:v12 dual_gemm:v23}")
 read -r -a BEST <<< "${BEST[*]}"
 STEPS=" ${STEPS:-wall tests} "
-has() { [[ "$STEPS" == *" $1 "* ]]; }
-stamp() { echo "$(date +%T) $1 rc=$2" >> "$OUT/log.txt"; }
-logged() { stamp "$1" $?; }
 
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv
   python3 -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
   echo "commit ${NVFP4_ARENA_COMMIT:-unknown}"; } >> "$OUT/env.txt" 2>&1
-
-one() {  # one LABEL SECONDS run.py-arguments...: appends {label, seconds, rc, out} to runs.jsonl
-  local label=$1 limit=$2; shift 2
-  local started rc
-  started=$(date +%s.%N)
-  timeout "$limit" python3 run.py "$@" --json > /tmp/one.json 2>> "$OUT/log.txt"
-  rc=$?
-  run_line "$label" "$started" "$rc" /tmp/one.json >> "$OUT/runs.jsonl"
-  stamp "$label" "$rc"
-}
 
 python3 -m harness.sweep.builds "${BEST[@]}" >> "$OUT/log.txt" 2>&1
 logged "build"

@@ -60,12 +60,18 @@ def test_the_digest_follows_every_harness_source(tmp_path):
     assert server.source_digest(tmp_path) != before
 
 
-def connected_from(code: str) -> tuple[str, subprocess.Popen]:
-    """What harness.peers says of a child that runs `code` and then connects to a fresh listener here."""
+def fresh_listener() -> tuple[socket.socket, str]:
+    """A listening unix socket under an abstract name of its own, and that name."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     name = f"\0nvfp4-arena-test-{uuid.uuid4().hex}"
     listener.bind(name)
     listener.listen(1)
+    return listener, name
+
+
+def connected_from(code: str) -> tuple[str, subprocess.Popen]:
+    """What harness.peers says of a child that runs `code` and then connects to a fresh listener here."""
+    listener, name = fresh_listener()
     child = subprocess.Popen([sys.executable, "-c", f"{code}\nimport socket, time\ns = socket.socket(socket.AF_UNIX)\n"
                               f"s.connect({name!r})\ntime.sleep(30)"], cwd=ROOT)
     with listener:
@@ -75,10 +81,7 @@ def connected_from(code: str) -> tuple[str, subprocess.Popen]:
 
 
 def test_a_descendant_a_confined_process_and_a_gone_one_are_refused_another_process_is_not():
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    name = f"\0nvfp4-arena-test-{uuid.uuid4().hex}"
-    listener.bind(name)
-    listener.listen(1)
+    listener, name = fresh_listener()
     with listener, socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as own:
         own.connect(name)  # this process: it does not descend from itself
         conn, _ = listener.accept()
@@ -92,10 +95,7 @@ def test_a_descendant_a_confined_process_and_a_gone_one_are_refused_another_proc
         child.kill()
         child.wait()
         assert said == why
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    name = f"\0nvfp4-arena-test-{uuid.uuid4().hex}"
-    listener.bind(name)
-    listener.listen(1)
+    listener, name = fresh_listener()
     child = subprocess.Popen([sys.executable, "-c", f"import socket; socket.socket(socket.AF_UNIX).connect({name!r})"])
     child.wait()
     with listener:

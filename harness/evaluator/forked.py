@@ -121,6 +121,19 @@ def start(args: list[str], env: dict, pass_fds: tuple) -> ForkedProcess:
     return ForkedProcess(pid, os.fdopen(read, "rb"))
 
 
+def fresh_signals_and_streams() -> None:
+    """In a forked child, what a new interpreter starts with: Python's default signal handlers, and sys.stdin, stdout
+    and stderr made anew over descriptors 0-2 (the parent's objects may hold its buffered output and its choices)."""
+    for signum in signal.valid_signals():
+        handler = signal.getsignal(signum)
+        if callable(handler) and handler is not signal.default_int_handler:
+            signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=os.isatty(1))
+    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), errors="backslashreplace", line_buffering=True)
+
+
 def _become_worker(args: list[str], env: dict, pass_fds: tuple, output: int) -> None:
     os.setsid()
     name_process(b"nvfp4-worker")
@@ -131,20 +144,13 @@ def _become_worker(args: list[str], env: dict, pass_fds: tuple, output: int) -> 
     keep = sorted({0, 1, 2, *pass_fds})
     for low, high in zip(keep, [*keep[1:], None]):
         os.closerange(low + 1, high if high is not None else os.sysconf("SC_OPEN_MAX"))
-    for signum in signal.valid_signals():
-        handler = signal.getsignal(signum)
-        if callable(handler) and handler is not signal.default_int_handler:
-            signal.signal(signum, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    fresh_signals_and_streams()
     atexit._clear()
     os.chdir(ROOT)
     os.environ.clear()
     os.environ.update(env)
     sys.dont_write_bytecode = env.get("PYTHONDONTWRITEBYTECODE") == "1"
     tempfile.tempdir = None  # TMPDIR is the worker's own folder now
-    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False))
-    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), errors="backslashreplace", line_buffering=True)
     sys.argv = [str(ROOT / "harness" / "worker" / "__main__.py"), *args]
     from harness.worker.__main__ import leave, main
     main(args)

@@ -24,7 +24,6 @@ import atexit
 import ctypes
 import hashlib
 import importlib
-import io
 import os
 import select
 import signal
@@ -229,13 +228,7 @@ def evaluate(server: Server, conn: socket.socket, request: dict, fds: list) -> N
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
-    for signum in signal.valid_signals():
-        if callable(signal.getsignal(signum)) and signal.getsignal(signum) is not signal.default_int_handler:
-            signal.signal(signum, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
-    sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=os.isatty(1))
-    sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), errors="backslashreplace", line_buffering=True)
+    forked.fresh_signals_and_streams()
     forked.enable()
     _send(conn, "started", pid=os.getpid())
     threading.Thread(target=_pass_on_signals, args=(conn,), daemon=True).start()
