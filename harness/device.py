@@ -1,6 +1,7 @@
 """What we run on (GPU identity, versions, clocks), and the operations the worker's timed sample issues to
-it: synchronize, the contest's clear, the L2's refill after the hold, start and end events (the evaluator
-flushes the L2 and releases the hold itself: harness.evaluator.evaluation).
+it: synchronize, the contest's clear, the wait for the evaluator's "go" and the write of "done" (the evaluator's
+clock: harness.evaluator.clock), start and end events (the evaluator writes the inputs and flushes the L2 itself:
+harness.evaluator.evaluation).
 
 `GpuDevice` issues them to CUDA; `HostDevice` is the CPU stand-in (no clear, wall-clock timer). The worker's
 sample (harness.worker.sample) sees only these methods, so a test can hand it a device that records the
@@ -14,6 +15,8 @@ import subprocess
 import time
 
 import torch
+
+from .stream_words import DONE, GO, StreamWords
 
 FLUSH_L2_MULTIPLE = 4  # the flush writes a buffer this many times the L2 size
 CUDA_LIMIT_PERSISTING_L2 = 0x06
@@ -140,6 +143,11 @@ class GpuDevice:
         self.start_event = torch.cuda.Event(enable_timing=True)
         self.end_event = torch.cuda.Event(enable_timing=True)
         self.marker_event = torch.cuda.Event()
+        self.words = None  # the evaluator's clock words, once mapped (map_clock)
+        self.touched = torch.zeros(2 * flush_bytes() // FLUSH_L2_MULTIPLE // 4, dtype=torch.float32, device="cuda")
+        self.touch_sum = torch.zeros((), dtype=torch.float32, device="cuda")
+        self.touch()  # its kernel loaded now: nothing may load one while the stream waits for "go"
+        _SYNC()
 
     def _clear_duration_ns(self) -> float:
         """How long the contest's clear keeps this GPU busy (median of three): how long the evaluator waits for a
@@ -190,6 +198,27 @@ class GpuDevice:
         submission shares this process and can skip it or put work of its own in its place."""
         self.clear_buffer[:self.refill_words].normal_()
 
+    def map_clock(self, handle: str):
+        """Map the evaluator's clock words (harness.evaluator.clock), which this process's stream waits for and
+        writes."""
+        from .layout import open_cuda
+        self.clock_buffer = open_cuda(handle)
+        self.words = StreamWords(self.clock_buffer.data_ptr())
+
+    def wait_go(self, sequence: int):
+        """The stream waits for the evaluator's "go" of this sample before anything queued after it."""
+        self.words.wait(torch.cuda.current_stream().cuda_stream, GO, sequence)
+
+    def signal_done(self, sequence: int):
+        """The stream writes "done" for this sample once everything queued before it on this stream has run."""
+        self.words.write(torch.cuda.current_stream().cuda_stream, DONE, sequence)
+
+    def touch(self):
+        """A null sample's stand-in for calls: a read of twice the L2 into one value. The evaluator's clock pays a
+        few µs more to take the GPU back from a context that touched memory than from one that touched none, so its
+        calibration measures the hand-over after a call's footprint (harness.evaluator.clock)."""
+        torch.sum(self.touched, dim=0, out=self.touch_sum)
+
     def start(self):
         _RECORD(self.start_event)
 
@@ -221,11 +250,15 @@ class GpuDevice:
 
 
 class HostDevice:
-    """The CPU stand-in: calls are synchronous, the region is wall-clock, nothing to flush or hold."""
+    """The CPU stand-in: calls are synchronous, the region is wall-clock, nothing to flush, no clock of the
+    evaluator's to wait for."""
 
     gpu = False
     cudart = None
     clear_ns = None
+
+    def touch(self):
+        pass
 
     def now(self) -> int:
         return _NOW()

@@ -106,7 +106,8 @@ def make_record(sub: Submission, mode: str, job: Job, result: Result, device: di
         measured_sol_ns=sol.measured_sol_ns(sub.task, flops, nbytes, calibration),
         sol_b200_ns=job.sol_b200_us * 1e3 if job.sol_b200_us else None, gpu=device, git=results.git_state(),
         phases_ns=result.phases_ns, job_ns=result.job_ns, sandbox=sandbox, startup_hooks=hooks or [],
-        witness=result.witness, telemetry=result.telemetry, profile=result.report, code_sha256=sub.code_sha256)
+        witness=result.witness, telemetry=result.telemetry, profile=result.report, code_sha256=sub.code_sha256,
+        clock=result.clock, worker_stats=result.worker_stats)
     if stats and record.sol_ns and stats["mean"] < IMPOSSIBLE_FRACTION * record.sol_ns:
         record.status = "impossible"
         record.message = (f"mean {stats['mean'] / 1e3:.2f} µs is faster than this GPU's speed of light "

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from .. import results
-from ..protocol import ARENA_REFILL_SCHEMA, timing_of
-from ..rules import ARENA, DEFAULT_TIMING
+from ..protocol import ARENA_REFILL_SCHEMA, WORKER_ARENA_TIMING, timing_of
+from ..rules import DEFAULT_TIMING
 from .lineage import ViewError
 from ..submission import POPCORN, Submission
 
@@ -124,8 +124,9 @@ def standings(task: str | None = None, gpu: str | None = None, timing: str = DEF
         return Board(timing, [], [],
                      f"no {timing}-timed entries{f' for {task}' if task else ''} yet (`run.py submit` adds them); "
                      f"stored: {counts(df, 'timing')}: --timing {df['timing'].value_counts().index[0]} shows them")
-    # arena entries from before the L2 refill (older entries carry no schema) read 2-3% fast on gemv: another method
-    older = picked[picked["schema"].fillna(0) < ARENA_REFILL_SCHEMA] if timing == ARENA else picked.iloc[:0]
+    # worker-timed arena entries from before the L2 refill (older entries carry no schema) read 2-3% fast on gemv
+    older = picked[picked["schema"].fillna(0) < ARENA_REFILL_SCHEMA] if timing == WORKER_ARENA_TIMING \
+        else picked.iloc[:0]
     note = ""
     if not older.empty and not all_schemas:
         picked = picked.drop(older.index)

@@ -112,11 +112,15 @@ class Worker:
         elif kind == "call":
             self.send("called", calls=[sample.call_once(self.kernel, self.slots[i], self.device)
                                        for i in message["slots"]])
+        elif kind == "clock":
+            self.device.map_clock(message["handle"])
+            self.send("mapped", slots=0)
         elif kind == "arm":
             batch = [self.slots[i] for i in message["slots"]]
-            result = sample.timed_sample(self.kernel, batch, self.device, self.hold, message["method"], self.send,
-                                         self.wait_go)
+            result = sample.timed_sample(self.kernel, batch, self.device, message["method"], self.send,
+                                         self.wait_go, message.get("sequence", 0))
             result["self_check"] = self.check.findings() if self.check else []
+            result["hold_built_in"] = self.hold.built_in if self.hold else None
             self.send("sampled", **result)
         elif kind == "profile":
             self.send("profiled", report=self.profile(self.slots[message["slot"]]))
