@@ -5,6 +5,10 @@ import json
 import sys
 
 
+def us(ns, digits=2) -> str:
+    return "-" if ns is None else f"{ns / 1e3:.{digits}f}"
+
+
 def main(path: str):
     for line in open(path):
         run = json.loads(line)
@@ -14,12 +18,10 @@ def main(path: str):
                 stats, worker, clock = r.get("stats") or {}, r.get("worker_stats") or {}, r.get("clock") or {}
                 mean, wmean = stats.get("mean"), worker.get("mean")
                 ratio = f"{wmean / mean:.3f}" if mean and wmean else "-"
-                print(f"- {r['shape']}: {r['status']} clock {mean and mean / 1e3:.2f} µs, worker {wmean and wmean / 1e3:.2f}"
-                      f" µs (worker/clock {ratio}), runs {stats.get('runs')}, fixed "
-                      f"{clock.get('fixed_ns') and clock['fixed_ns'] / 1e3:.1f} µs, spread "
-                      f"{clock.get('spread_ns') and clock['spread_ns'] / 1e3:.2f} µs, share "
-                      f"{clock.get('uncertainty_share')}, preempted {clock.get('preempted')} "
-                      f"{r['message'][:300]}")
+                print(f"- {r['shape']}: {r['status']} clock {us(mean)} µs, worker {us(wmean)} µs (worker/clock "
+                      f"{ratio}), runs {stats.get('runs')}, fixed {us(clock.get('fixed_ns'), 1)} µs, spread "
+                      f"{us(clock.get('spread_ns'))} µs, share {clock.get('uncertainty_share')}, preempted "
+                      f"{clock.get('preempted')} {r['message'][:300]}")
 
 
 if __name__ == "__main__":
