@@ -407,3 +407,16 @@ def test_a_line_nested_past_pythons_limit_is_garbled_not_an_exception():
         channel.Reader(read).receive(time.monotonic() + 5)
     os.close(read)
     os.close(write)
+
+
+def test_every_message_the_harness_sends_is_one_the_channel_takes():
+    """A kind missing from channel.KINDS makes the receiving side take the message for garbage (the worker leaves,
+    the evaluator says tampered): every literal kind sent in harness/ must be known."""
+    import re
+
+    from harness.channel import KINDS
+    sent = set()
+    for path in (Path(__file__).resolve().parent.parent / "harness").rglob("*.py"):
+        sent |= set(re.findall(r'send\((?:[\w.\[\]]+,\s*)?"([a-z_]+)"', path.read_text()))
+    assert {"arm", "clock", "ready", "sampled"} <= sent  # the pattern finds both sides' sends
+    assert sent - set(KINDS) == set()
