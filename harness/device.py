@@ -59,8 +59,8 @@ def driver_and_clocks() -> tuple[str | None, dict]:
 
 
 def flush_bytes() -> int:
-    """How many bytes the L2 flush writes (and the worker's refill after the hold): FLUSH_L2_MULTIPLE times this
-    GPU's L2, or of 64 MiB where CUDA does not say."""
+    """How many bytes the evaluator's L2 flush writes: FLUSH_L2_MULTIPLE times this GPU's L2, or of 64 MiB where CUDA
+    does not say."""
     l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 64 << 20
     return FLUSH_L2_MULTIPLE * l2
 
@@ -138,7 +138,6 @@ class GpuDevice:
         self.cudart = _cudart()
         self.clear_bytes = clear_bytes
         self.clear_buffer = torch.empty(min(CLEAR_CHUNK_BYTES, clear_bytes) // 4, dtype=torch.float32, device="cuda")
-        self.refill_words = min(self.clear_buffer.numel(), flush_bytes() // 4)
         self.clear_ns = self._clear_duration_ns()
         self.start_event = torch.cuda.Event(enable_timing=True)
         self.end_event = torch.cuda.Event(enable_timing=True)
@@ -151,7 +150,7 @@ class GpuDevice:
 
     def _clear_duration_ns(self) -> float:
         """How long the contest's clear keeps this GPU busy (median of three): how long the evaluator waits for a
-        sample's calls to be queued before it releases the hold anyway (a kernel that synchronizes inside)."""
+        sample's calls to be queued before it says "go" anyway (a kernel that synchronizes inside waits for it)."""
         times = []
         for _ in range(3):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -188,15 +187,6 @@ class GpuDevice:
             n = min(CLEAR_CHUNK_BYTES, self.clear_bytes - done)
             self.clear_buffer[:n // 4].normal_()
             done += n
-
-    def refill_l2(self):
-        """The L2 as the contest's clear leaves it at the start event, remade in this CUDA context after the hold:
-        the clear's randn over flush_bytes() of its buffer (about 70 us on an H100). The evaluator's flush runs in
-        its own context, and the L2 it leaves let gemv v12 run 2-3% faster than after the contest's clear on an
-        H100; the same randn in this context leaves the L2 full of this context's dirty lines, as the
-        contest's does (results/h100/gemv_gap_2026-11-26/NOTES.md). Fidelity only, and a speed bump: a
-        submission shares this process and can skip it or put work of its own in its place."""
-        self.clear_buffer[:self.refill_words].normal_()
 
     def map_clock(self, handle: str):
         """Map the evaluator's clock words (harness.evaluator.clock), which this process's stream waits for and

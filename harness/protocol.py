@@ -12,8 +12,6 @@ from .rules import ARENA, DEFAULT_TIMING, TIMINGS, StopRule
 
 NEEDS_GPU = "this file needs a CUDA GPU"  # how a failure message starts where a GPU-only file met a machine without one
 TRACEBACK_MARK = "--- traceback ---"  # a failure message's first paragraph is for the user, the traceback after it
-FILE_TRITON_CACHE = "NVFP4_ARENA_FILE_TRITON_CACHE"  # names the worker's file's own Triton cache, which the worker
-# takes before importing the file; until then Triton's cache is the harness's hold cache (harness.hold)
 
 
 def brief(message: str) -> str:

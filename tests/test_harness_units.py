@@ -319,8 +319,9 @@ def test_a_throttled_sample_is_flagged_beside_the_number_and_explained():
 
 
 def test_the_worker_self_check_reports_a_replaced_device_method_or_one_shadowed_on_the_instance():
-    """A file that replaces GpuDevice.refill_l2 (to queue work of its own in the refill's place) or shadows it on
-    the worker's device object is reported; the check's own snapshot of the classes is what it compares against."""
+    """A file that replaces a method of the worker's device class (GpuDevice.signal_done, to say "done" early) or
+    shadows one on the worker's device object is reported; the check's own snapshot of the classes is what it
+    compares against."""
     from harness import device as devices
     from harness.worker.sample import SelfCheck
     device = devices.HostDevice()

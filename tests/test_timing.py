@@ -229,37 +229,6 @@ def test_records_say_which_timing_and_schema_produced_them(results_dir, timing):
     assert sum(phases.values()) > stored[0]["job_ns"]  # the worker's start-up and the warm-up came before the job
 
 
-def test_a_hold_the_hold_cache_lacks_is_built_in_the_files_cache_and_says_so(monkeypatch):
-    """harness.hold without a GPU: Triton stood in by a kernel that can only be built where the cache is writable."""
-    import types
-    fake = types.ModuleType("triton")
-    fake.jit = lambda fn: fn
-    fake.language = types.ModuleType("triton.language")
-    monkeypatch.setitem(sys.modules, "triton", fake)
-    monkeypatch.setitem(sys.modules, "triton.language", fake.language)
-    monkeypatch.delitem(sys.modules, "harness.hold", raising=False)
-    from harness import hold
-    from harness.protocol import FILE_TRITON_CACHE
-    built = []
-
-    class Kernel:
-        def __getitem__(self, grid):
-            def launch(*args, **kwargs):
-                if os.environ["TRITON_CACHE_DIR"] == "/hold-cache":  # read-only to the worker
-                    raise PermissionError(13, "Permission denied", "/hold-cache/x")
-                built.append(os.environ["TRITON_CACHE_DIR"])
-            return launch
-    monkeypatch.setattr(hold, "_hold_kernel", Kernel())
-    monkeypatch.setenv("TRITON_CACHE_DIR", "/hold-cache")
-    monkeypatch.setenv(FILE_TRITON_CACHE, "/builds/own/triton/cache")
-    stand_in = object.__new__(hold.StreamHold)
-    stand_in.programs, stand_in.timeout_ns, stand_in.host_flag, stand_in.built_in = 4, 1, None, None
-    stand_in.device_words = torch.zeros(2, dtype=torch.int32)
-    stand_in.engage()
-    stand_in.engage()
-    assert stand_in.built_in == "file" and built == ["/builds/own/triton/cache"] * 2
-
-
 def test_a_witness_verdict_names_a_crowded_machine():
     from harness.evaluator.evaluation import CROWDED_NS, Sample, crowded
     calm = Sample(5e6, 0.0, 1e6, 0.0, {}, [], False)
@@ -396,49 +365,3 @@ def test_a_job_the_witness_has_not_settled_takes_more_samples(monkeypatch):
     finally:
         evaluation.close()
     assert result.status == "pass" and len(result.samples_ns) == 2 + 3
-
-
-def test_the_hold_is_built_once_then_its_mark_spares_the_build(monkeypatch, tmp_path):
-    """build_hold builds into the hold cache and leaves a mark; with the mark there it builds nothing (Triton's cache
-    check alone took 0.6 s of every run's start on an H100); a build that fails leaves no mark."""
-    import types
-
-    from harness.evaluator import evaluation as ev
-    built, fail = [], []
-
-    def build(folder):
-        if fail:
-            raise RuntimeError("no GPU")
-        built.append(folder)
-    monkeypatch.setitem(sys.modules, "harness.hold", types.SimpleNamespace(build=build))
-    mark = tmp_path / "built-x"
-    monkeypatch.setattr(ev, "hold_build_mark", lambda: mark)
-    once = ev.build_hold.__wrapped__
-    fail.append(True)
-    once()
-    assert not built and not mark.exists()
-    fail.clear()
-    once()
-    once()
-    assert built == [str(ev.HOLD_CACHE)] and mark.exists()
-
-
-def test_the_hold_marks_name_follows_python_triton_and_the_gpu(monkeypatch):
-    """The mark is named by what the built hold depends on; where no Triton distribution is found there is none."""
-    import importlib.metadata
-
-    from harness.evaluator import evaluation as ev
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "GPU")
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
-    monkeypatch.setattr(importlib.metadata, "version", lambda name: "3.6.0")
-    first = ev.hold_build_mark()
-    assert first.parent == ev.HOLD_CACHE.parent and first == ev.hold_build_mark()
-    monkeypatch.setattr(ev.sys, "version", "3.99.0")
-    assert ev.hold_build_mark() != first
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (10, 0))
-    assert ev.hold_build_mark() != first
-
-    def missing(name):
-        raise importlib.metadata.PackageNotFoundError(name)
-    monkeypatch.setattr(importlib.metadata, "version", missing)
-    assert ev.hold_build_mark() is None

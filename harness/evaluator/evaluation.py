@@ -9,11 +9,8 @@ every input against its private copy, looks for processes the worker left runnin
 against its own clock (harness.evaluator.witness). The worker only calls the kernel and reports; every verdict is
 made here.
 """
-import functools
 import gc
-import hashlib
 import math
-import sys
 import time
 from pathlib import Path
 from contextlib import contextmanager
@@ -31,7 +28,6 @@ from ..rules import ARENA, DEFAULT_TIMING
 from ..stats import calculate
 from .clock import ClockCalibration, ClockReading, EvaluatorClock
 from .judge import ClockJudge, Tally, WitnessJudge
-from .sandbox import HOLD_CACHE
 from .seeds import SeedSource
 from .slots import Layout, Slot
 from .supervisor import Verdict, WorkerProcess, take_spare
@@ -113,7 +109,7 @@ class Sample:
     copy_ns: float  # of that, the copies of the outputs
     report: dict
     outputs: list
-    hold_released_early: bool
+    queued_late: bool  # the worker had not queued every call when the evaluator said go
     evaluator_waited_ns: float = 0.0  # of waited_ns, the evaluator's own thread's part
     reading: ClockReading | None = None  # the evaluator's clock (GPU, arena timing)
     early_call: int | None = None  # a spot-checked call whose output was not final when the sample closed
@@ -153,44 +149,6 @@ class L2Flush:
         self.buffer.zero_()
 
 
-def hold_build_mark() -> Path | None:
-    """The file that says the hold cache holds this hold kernel for this Python, Triton, torch and GPU: named by a
-    hash of them and of harness/hold.py's source (read, not imported: importing it imports Triton). None where
-    Triton's version cannot be read: then every evaluator builds."""
-    from importlib.metadata import PackageNotFoundError, version
-    for name in ("triton", "pytorch-triton"):
-        try:
-            triton_version = version(name)
-            break
-        except PackageNotFoundError:
-            continue
-    else:
-        return None
-    source = (Path(__file__).resolve().parent.parent / "hold.py").read_bytes()
-    key = repr((source, sys.version, triton_version, torch.__version__, torch.version.cuda,
-                torch.cuda.get_device_name(), torch.cuda.get_device_capability()))
-    return HOLD_CACHE.parent / f"built-{hashlib.sha256(key.encode()).hexdigest()[:24]}"
-
-
-@functools.cache
-def build_hold() -> None:
-    """The worker's hold kernel built in the hold cache, where no worker may write (harness.hold), once per
-    evaluator process and only where no earlier build left its mark (a build is about 0.6 s of Triton's cache
-    check on an H100, even when it finds the kernel). Should the build fail, or the cache lose a piece after it,
-    the worker builds the hold in its file's own cache, the run's sandbox line says so, and the evaluator removes
-    the mark (Evaluation), so that the next run builds again."""
-    from ..hold import build
-    mark = hold_build_mark()
-    if mark is not None and mark.exists():
-        return
-    try:
-        build(str(HOLD_CACHE))
-    except Exception:  # noqa: BLE001 - the worker's fallback is named in the run's protection
-        return
-    if mark is not None:
-        mark.touch()
-
-
 class Evaluation:
     def __init__(self, task: str, path: str, timeout_s: float, timing: str = DEFAULT_TIMING, confined: bool = True,
                  source: str | None = None):
@@ -215,8 +173,6 @@ class Evaluation:
                                                                                            confined)
                 self.flush = L2Flush() if self.gpu else None
                 self.telemetry = Telemetry.open() if self.gpu else None
-                if self.gpu:
-                    build_hold()
             with self.unreported("ready"):  # what is left of the worker's start-up
                 self.worker.wait_ready()
             self.sandbox = self.worker.sandbox
@@ -227,11 +183,6 @@ class Evaluation:
                 self.worker.expect(("mapped",), time.monotonic() + timeout_s)
             with self.unreported("calibrate"):
                 self.witness_calibration, self.clock_calibration = self.calibrate()
-            if self.hold_built_in == "file":
-                self.sandbox += "; the hold kernel was built in the file's own build cache, where it could plant one"
-                mark = hold_build_mark()
-                if mark is not None:
-                    mark.unlink(missing_ok=True)  # the hold cache lacks a piece: the next run builds it again
             with self.unreported("load"):
                 self.worker.send("load", source=self.source)
                 self.worker.expect(("loaded",), time.monotonic() + timeout_s + 60)
@@ -378,7 +329,6 @@ class Evaluation:
         small, large = CALIBRATION_BYTES[where]
         points, fixed = [], []
         self.job_deadline = time.monotonic() + self.timeout_s
-        self.hold_built_in = None
         for nbytes, count in ((small, 1), (large, 1), (64, CALIBRATION_SLOTS)):
             def shaped(fill):  # an operand, a second one, an output: as a task's input tuple ends in c
                 return fill(nbytes), fill(64), torch.zeros(64, 64, dtype=torch.float16, device=where)
@@ -387,7 +337,6 @@ class Evaluation:
                                                                                device=where))) for _ in slots]
             for n in range(CALIBRATION_SAMPLES + 1):
                 result = self.sample(list(range(count)), list(zip(slots, privates)), self.timing, null=True)
-                self.hold_built_in = result.report.get("hold_built_in")
                 region = float(result.report.get("region_ns", 0))
                 if n:  # the first of each configuration warms the copy paths
                     points.append(result.witness_ns - result.waited_ns - result.own_ns - region)
@@ -534,7 +483,7 @@ class Evaluation:
                 return Result("tampered", f"sample {sample_number}: {judgement.verdict}{crowded(result)}",
                               first_call_ns=first_ns)
             kept = tally.add(judgement, number(report, "host_ns") / n, number(report, "pending_ns"),
-                             result.hold_released_early, time.perf_counter_ns() - iteration_started)
+                             result.queued_late, time.perf_counter_ns() - iteration_started)
             phases.ns["check"] += time.perf_counter_ns() - checked
             if kept and tally.finished(rule, time.perf_counter_ns() - loop_started, judge):
                 break

@@ -21,7 +21,9 @@ BOARD = "leaderboard.jsonl"
 class Board:
     """Ranked entries of one timing method, and what they span: `rows` under fixed snake_case keys with times in
     ns (the --json, docs/json.md), `table` the same under the table's headers with times in µs. An entry's `schema`
-    is its records' (docs/records.md): arena entries of schema 7 were timed with the L2 refill, older ones without."""
+    is its records' (docs/records.md): from schema 8 an arena entry is the evaluator's clock; older arena entries read
+    as arena-worker (the worker's events), of which those of schema 7 were timed with the L2 refill, older ones
+    without."""
 
     timing: str
     gpus: list[str]

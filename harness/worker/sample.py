@@ -121,7 +121,7 @@ class SelfCheck:
     def __init__(self, modules: list, device, instances: tuple = ()):
         """Made before the submission is imported, so that what its import replaces is found too. modules: whose
         functions, modules, and classes' methods must stay as they are; instances: objects of the worker's (its
-        device, its hold) whose methods no attribute of their own may shadow."""
+        device, the evaluator's clock words it maps) whose methods no attribute of their own may shadow."""
         self.device = device
         self.l2_limit = device.persisting_l2_limit()
         # the probes, bound now: swapping the torch, sys or threading these modules name changes none of them
