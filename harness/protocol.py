@@ -8,7 +8,7 @@ own clock (harness.evaluator.clock), with the worker's events beside it (worker_
 (clock); an arena record of an older schema reads as the method "arena-worker", the worker's events."""
 from dataclasses import asdict, dataclass, field
 
-from .rules import ARENA, DEFAULT_TIMING, TIMINGS, StopRule
+from .rules import ARENA, TIMINGS, StopRule
 
 NEEDS_GPU = "this file needs a CUDA GPU"  # how a failure message starts where a GPU-only file met a machine without one
 TRACEBACK_MARK = "--- traceback ---"  # a failure message's first paragraph is for the user, the traceback after it
@@ -41,7 +41,6 @@ class Job:
     seeds: list = field(default_factory=list)
     stop: StopRule | None = None
     record: bool = True
-    timing: str = DEFAULT_TIMING
     sol_b200_us: float | None = None
 
 

@@ -450,7 +450,7 @@ class Evaluation:
         if failed:
             failed.message = f"general-value input: {failed.message}"
             return failed
-        clocked = self.clock is not None and job.timing == ARENA
+        clocked = self.clock is not None
         judge = ClockJudge(self.clock_calibration, n) if clocked else \
             WitnessJudge(Witness(self.witness_calibration, "cuda" if self.gpu else "cpu"), n)
         tally = Tally()
@@ -465,7 +465,7 @@ class Evaluation:
             if job.record or sample_number == 1:  # a warm-up times one draw throughout, as the contest's loop does
                 staged, expected = self.draw_sample(job, sample_number, n, phases)
             with phases("sample"):
-                result = self.sample(ids, list(zip(self.slots, staged)), job.timing)
+                result = self.sample(ids, list(zip(self.slots, staged)), self.timing)
             checked = time.perf_counter_ns()
             if self.telemetry:
                 self.telemetry.read()
@@ -492,7 +492,7 @@ class Evaluation:
             return Result("tampered", contradiction, first_call_ns=first_ns)
         return Result("pass", first_call_ns=first_ns, stats=calculate(tally.durations).as_dict(),
                       samples_ns=tally.durations, host_ns=tally.host_ns, hold_timeouts=tally.queued_late,
-                      hold_timeout_ns=self.worker.clear_ns if job.timing == ARENA and self.gpu else None,
+                      hold_timeout_ns=self.worker.clear_ns if self.timing == ARENA and self.gpu else None,
                       pending_max_ns=max(tally.pending_ns) if self.gpu else None, phases_ns=phases.ns,
                       telemetry=self.telemetry.summary() if self.telemetry else None,
                       job_ns=time.perf_counter_ns() - started, witness=None if clocked else judge.summary(),
