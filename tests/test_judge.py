@@ -50,6 +50,18 @@ def test_a_sample_whose_writes_another_context_interrupted_is_not_kept_as_its_ow
     assert turned.discarded and judge.summary()["preempted"] == 1
 
 
+def test_a_slow_hand_over_is_not_kept_as_its_own_while_such_samples_are_a_quarter_at_most():
+    judge = ClockJudge(CALIBRATION, calls=1)  # spread 600 ns: a hand-over is slow from 10 µs over the worker's events
+    judge.judge(reading(20.0), 19_000.0, None)
+    assert not judge.judge(reading(28.0), 19_000.0, None).discarded  # 9 µs over: not slow
+    assert judge.judge(reading(60.0), 19_000.0, None).discarded  # 41 µs the worker's events do not hold
+    verdicts = [judge.judge(reading(60.0), 19_000.0, None).discarded for _ in range(6)]
+    # one sample in four may be discarded: from 3 to 7 judged samples one, at 8 a second
+    assert verdicts == [False, False, False, False, False, True]
+    summary = judge.summary()
+    assert summary["slow_handovers"] == 7 and summary["discarded"] == 2
+
+
 def test_a_discarded_sample_counts_as_at_least_the_slowest_kept():
     tally = Tally()
     assert not tally.add(Judgement(per_call_ns=5.0, discarded=True), 1.0, 0.0, False, 100.0)  # nothing kept yet
