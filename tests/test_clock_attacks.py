@@ -64,3 +64,14 @@ def test_calls_that_do_not_wait_for_go_meet_no_inputs(results_dir):
     record, stderr = attack("skip_go")
     assert "[skip_go] sample" in stderr
     assert record["status"] == "fail" and "mismatch" in record["message"], record["message"]
+
+
+@pytest.mark.slow
+def test_a_super_batch_is_priced_at_its_real_cost(results_dir):
+    """Every call of a sample computed in its first, through the slots the worker maps: all of the work stays inside
+    the sample, under the witness on a CPU as under the evaluator's clock on a GPU, so the file passes at its cost."""
+    honest, _ = attack("shade_report", NVFP4_ARENA_SHADE="1.0")
+    record, stderr = attack("superbatch_slots")
+    assert "[superbatch_slots] the first call computed" in stderr
+    assert record["status"] == "pass", record["message"]
+    assert record["stats"]["median"] > 0.6 * honest["stats"]["median"]  # the same work, at about the same time
