@@ -2,7 +2,7 @@
 # One device call: the evaluator's clock end to end, each result written under $OUT as it comes. STEPS picks what
 # runs, in this order (default: attacks bests shade):
 #   attacks      the clock's attacks on gemm's first smoke shape while the best versions build: a shaded report,
-#                "done" before the calls, no wait for "go", a side-stream tail, the older side-stream and
+#                "done" before the calls, no wait for "go", a side-stream tail, a super-batch, the older side-stream and
 #                forged-report attacks (one benchmark run each)
 #   bests        each best version's benchmark under arena timing (the evaluator's clock), then contest timing
 #   shade        each best version wrapped by tests/redteam/shade_report.py at 0.7, 0.5 and 0.3 (benchmark)
@@ -32,7 +32,7 @@ if has shade; then  # the shaded wrapper's own build cache holds each wrapped ve
   done
 fi
 if has attacks; then
-  for attack in shade_report early_done skip_go side_stream_tail side_stream forge_report; do
+  for attack in shade_report early_done skip_go side_stream_tail superbatch_slots side_stream forge_report; do
     one "redteam $attack" 90 --task gemm --submission "tests/redteam/$attack.py" --mode benchmark --shapes smoke --case 0
   done
 fi
