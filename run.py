@@ -8,7 +8,6 @@
 """
 import os
 import shlex
-import signal
 import sys
 import time
 from contextlib import contextmanager
@@ -19,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from harness import results, startup
+from harness.evaluator.leaving import exit_on_signals
 from harness.evaluator.supervisor import start_spares
 from harness.evaluator.watch import Watch
 from harness.protocol import RECORD_TIMINGS, brief
@@ -32,16 +32,6 @@ from reference.cases import leaderboards, task_config, timed_kind
 err_console = Console(stderr=True)
 SHAPES = click.Choice(["auto", "contest", "smoke"])
 EVERY_COMMAND = ("--no-tui",)  # the group's flags that hold for every command, before or after its name (popcorn-cli)
-
-
-def exit_on_signals():
-    """SIGTERM and Ctrl-C end the runner with one line and 143 / 130; the workers die with it
-    (harness.evaluator.supervisor kills every live worker and what it started on the way out)."""
-    def leave(signum, frame):
-        err_console.print(f"[yellow]{signal.Signals(signum).name}: stopping the workers and leaving[/]")
-        sys.exit(128 + signum)
-    signal.signal(signal.SIGTERM, leave)
-    signal.signal(signal.SIGINT, leave)
 
 
 def json_wanted() -> bool:
@@ -232,7 +222,7 @@ class ArenaGroup(click.Group):
 def cli(ctx, task, submission, name, mode, shapes, timeout, only, no_record, secret_seed, ncu, timing, unconfined,
         keep_going, show_traceback, as_json, no_tui):
     """Check and time an NVFP4 submission as the GPU MODE contest did."""
-    exit_on_signals()
+    exit_on_signals(lambda name: err_console.print(f"[yellow]{name}: stopping the workers and leaving[/]"))
     if no_tui:  # rich's variables, read by every console made from here on: no terminal codes, no live progress
         global err_console
         os.environ.update(TTY_COMPATIBLE="0", TTY_INTERACTIVE="0", NO_COLOR="1")

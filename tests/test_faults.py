@@ -105,6 +105,30 @@ def test_signalled_runner_takes_its_worker_with_it(results_dir, signum, code):
     assert results.read(path) == [EARLIER]
 
 
+CLEARS_ERRORS = """import os, signal, time
+try:
+    os.kill(os.getpid(), signal.SIGTERM)
+    time.sleep(1)
+except BaseException:  # as torch's C extension does around its import of numpy: any exception cleared
+    pass
+"""
+
+
+def test_a_signal_inside_an_import_that_clears_errors_ends_the_process_after_it(tmp_path):
+    (tmp_path / "clears_errors.py").write_text(CLEARS_ERRORS)
+    script = ("from harness.evaluator.leaving import exit_on_signals\n"
+              "exit_on_signals(lambda name: print('announced', name, flush=True))\n"
+              "import clears_errors\n"
+              "print('imported', flush=True)\n"
+              "import time\n"
+              "time.sleep(30)\n"
+              "print('went on', flush=True)\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"})
+    assert proc.stdout.decode().splitlines() == ["announced SIGTERM", "imported"]
+    assert proc.returncode == 143, proc.stderr[-2000:]
+
+
 def test_a_runner_killed_outright_takes_its_worker_with_it(results_dir):
     proc = start_sleeping_runner(subprocess.DEVNULL, subprocess.DEVNULL)
     proc.kill()  # no handler runs: the parent-death signal does the work
