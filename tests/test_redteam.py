@@ -1,5 +1,7 @@
 """The red-team suite: each cheating or broken submission gets its own clear verdict, the run goes
-on, and honest files are not flagged. CPU cases run here; GPU-only cases need CUDA."""
+on, and honest files are not flagged. CPU cases run here; GPU-only cases need CUDA. An attack whose verdict alone
+does not show that it acted says what it did on its stderr (tests/redteam/_honest.py acted), and its test reads it:
+a verdict that an attack doing nothing would also get proves nothing."""
 import json
 import shutil
 import subprocess
@@ -12,21 +14,30 @@ import torch
 
 ROOT = Path(__file__).resolve().parent.parent
 REDTEAM = Path(__file__).resolve().parent / "redteam"
+sys.path.append(str(REDTEAM))
+from _honest import ACTED_MARK  # noqa: E402 - how an attack's line of what it did starts
 
-CPU_CASES = {  # every one now meets freshly drawn inputs the worker cannot predict, checked by the evaluator
-    "cache_by_id": ("fail", "mismatch"),
-    "cache_by_data_ptr": ("fail", "mismatch"),
-    "cache_by_shape": ("fail", "mismatch"),
-    "cache_by_call_count": ("fail", "mismatch"),
-    "evaluator_patch": ("fail", "mismatch"),  # the checker it patches is not in its process
-    "mutate_inputs": ("fail", "mismatch"),
+MISMATCH = " elements mismatch"
+CPU_CASES = {  # every one now meets freshly drawn inputs the worker cannot predict, checked by the evaluator; a tuple
+    # of words: each of them is in the message
+    # the correctness pass's 50 inputs each have a slot (a tuple, an address) of their own, all of one shape: the
+    # remembered output is returned for the next input in a slot (the general values') or of that shape (input 1)
+    "cache_by_id": ("fail", ("general-value input: output: ", MISMATCH)),
+    "cache_by_data_ptr": ("fail", ("general-value input: output: ", MISMATCH)),
+    "cache_by_shape": ("fail", ("input 1: output: ", MISMATCH)),
+    "cache_by_call_count": ("fail", ("general-value input: output: ", MISMATCH)),  # call 51 returns call 1's
+    "evaluator_patch": ("fail", ("input 0: output: ", "got 0.0, expected")),  # the checker it patched in its own
+    # process is not the one that judges
+    "mutate_inputs": ("fail", ("input 0: output: ", "got 0.0, expected")),  # the reference is of the evaluator's
+    # copy of the inputs, made before the call
     "fake_result": ("tampered", "the channel carried something other than the harness's messages"),
-    "nan_output": ("fail", "mismatch"),
-    "worker_thread": ("fail", "mismatch"),  # its thread finishes after the evaluator has read the outputs
+    "nan_output": ("fail", ("input 0: output: 1 of ", "at (0, 0, 0): got nan")),
+    "worker_thread": ("fail", ("input 49: output: ", MISMATCH)),  # the last of the 50: read before its thread wrote
     "return_input": ("fail", "dtype torch.float4_e2m1fn_x2 != expected torch.float16"),
     "wrong_shape": ("fail", "shape (128, 127, 1) != expected (128, 128, 1)"),
     # one per class of the in-process attacks: each meets the evaluator's process boundary
-    "frame_walk": ("fail", "mismatch"),  # reading the evaluator's state: no expected output in its process
+    "frame_walk": ("fail", ("input 0: output: ", MISMATCH)),  # reading the evaluator's state: no expected output in
+    # its process
     "dispatch_mode": ("tampered", "a torch dispatch mode is active"),  # changing what the checker computes
     "trace_hook": ("tampered", "a trace or profile hook is set"),
     "import_time_patch": ("tampered", "worker functions replaced: harness.device._NOW, "
@@ -35,12 +46,32 @@ CPU_CASES = {  # every one now meets freshly drawn inputs the worker cannot pred
     "forge_report": ("tampered", "the evaluator's clock saw"),  # forging the report: the witness
     "public_seeds": ("fail", "sample 1: input 0: output"),  # stale answers: timed inputs come from keyed seeds
     "swap_words": ("fail", "modified its input tensors"),  # weak input checks: every bit is compared
-    "intermittent_forge": ("tampered", "samples flagged"),  # a forgery in every other sample, never in a row
+    "intermittent_forge": ("tampered", "the evaluator's clock saw"),  # a forgery in every other sample, never in a
+    # row: which of the witness's rules ends the job first depends on the honest samples' noise
     "selfcheck_not_a_list": ("tampered", "the worker's report was malformed"),  # every field's type is checked
     "host_ns_string": ("tampered", "the worker's report was malformed"),
     "starved_main": ("tampered", "the evaluator's clock saw"),  # the worker's waits for a CPU are not credited
     "tensor_subclass": ("fail", "expected a torch.Tensor, got Deferred"),  # no subclass hook after the region
     "prefork_between": ("tampered", "the evaluator's clock saw"),  # children's CPU and SCHED_IDLE: no credit
+    "lazy_subclass": ("fail", "expected a torch.Tensor, got Lazy"),
+}
+ACTED = {  # what an attack whose verdict could come without it says it did (_honest.acted)
+    "cache_by_id": "returned the output remembered for this input tuple",
+    "cache_by_data_ptr": "copied the output remembered for this b's address",
+    "cache_by_shape": "copied the output remembered for this shape",
+    "cache_by_call_count": "returned the output of the call 50 calls earlier",
+    "evaluator_patch": "the checker in this process now passes a wrong output",
+    "mutate_inputs": "zeroed the scale factors in its input tensors",
+    "worker_thread": "a thread wrote an output after its custom_kernel had returned",
+    "frame_walk": "copied a tensor shaped like c from",
+    "forge_report": "reported a tenth of a sample's region",
+    "intermittent_forge": "reported a twentieth of a sample's region",
+    "public_seeds": "answered from its table of the public seeds' outputs",
+    "starved_main": "computed a sample's calls after the timed region",
+    "prefork_between": "computed a sample's calls after the timed region",
+    "superbatch": "returned an output computed at its sample's first call",
+    "timer_patch": "time.perf_counter_ns reads a thousandth of the time in this process",
+    "reference_call": "computed its output with the reference's ref_kernel",
 }
 ON_A_GPU = {  # where a GPU leaves the attack nothing to act on: either verdict of each pair may come first
     # children forked from a CUDA process cannot write the GPU's slots; its inline fallback does the work after the
@@ -49,6 +80,11 @@ ON_A_GPU = {  # where a GPU leaves the attack nothing to act on: either verdict 
     # its helpers queue the calls' GPU work after the worker's last synchronize; the evaluator's copies of the
     # outputs, which end its clock, run before that work (stale outputs) or after it (inside the witness)
     "starved_main": (("fail", "mismatch"), ("tampered", "the evaluator's clock saw")),
+}
+ON_A_CPU = {  # where the moment of the attack's own step against the evaluator's decides which check sees it first
+    # its children are forked in the gap after a sample's check for stray processes, by its estimate of that gap: on
+    # a loaded machine a fork can land before the check, which then finds them
+    "prefork_between": (CPU_CASES["prefork_between"], ("fail", "process(es) running after its calls")),
 }
 NEEDS_CC = {"starved_main", "prefork_between"}  # build their spin loops with cc
 GPU_CASES = [
@@ -62,7 +98,13 @@ def run(name: str, *extra):
     proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
                            str(REDTEAM / f"{name}.py"), "--mode", "benchmark", "--shapes", "smoke", "--json", *extra],
                           capture_output=True, text=True, timeout=600, cwd=ROOT)
+    if name in ACTED:
+        assert f"{ACTED_MARK}{name}: {ACTED[name]}" in proc.stderr, f"{name} did not act:\n{proc.stderr[-3000:]}"
     return proc, json.loads(proc.stdout)
+
+
+def said(message: str, words) -> bool:
+    return all(w in message for w in ((words,) if isinstance(words, str) else words))
 
 
 @pytest.mark.slow
@@ -70,11 +112,12 @@ def run(name: str, *extra):
 def test_cheat_gets_its_verdict(name, results_dir):
     if name in NEEDS_CC and shutil.which("cc") is None:
         pytest.skip("needs a C compiler (cc)")
-    verdicts = ON_A_GPU[name] if name in ON_A_GPU and torch.cuda.is_available() else (CPU_CASES[name],)
+    verdicts = ON_A_GPU[name] if name in ON_A_GPU and torch.cuda.is_available() else \
+        ON_A_CPU.get(name, (CPU_CASES[name],))
     proc, out = run(name, "--case", "0")
     assert proc.returncode == 1
     record = out[0]["records"][0]
-    assert any(record["status"] == status and words in record["message"] for status, words in verdicts), \
+    assert any(record["status"] == status and said(record["message"], words) for status, words in verdicts), \
         record["message"]
     assert len(pd.read_json(results_dir / "gemm.jsonl", lines=True)) == 1
 
@@ -100,7 +143,7 @@ def test_run_continues_after_a_verdict_and_the_file_stays_whole(results_dir):
 
 
 @pytest.mark.slow
-def test_honest_v0_is_not_flagged_and_precheck_is_quiet(results_dir):
+def test_honest_v0_is_not_flagged_and_precheck_is_quiet(results_dir, busy_machine):
     proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission", "v0", "--mode",
                            "leaderboard", "--case", "1", "--json"], capture_output=True, text=True, timeout=600, cwd=ROOT)
     out = json.loads(proc.stdout)
@@ -139,3 +182,14 @@ def test_physical_limit_gate_refuses_impossible_times():
     assert record.status == "impossible" and "speed of light" in record.message
     slow = Result("pass", stats={"mean": 40_000.0})
     assert make_record(sub, "benchmark", job, slow, {"name": "NVIDIA H200"}, "r", {}).status == "pass"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["timer_patch", "reference_call"])
+def test_an_attack_that_gains_nothing_passes_with_true_times(name, results_dir):
+    """timer_patch makes the clocks in its process read a thousandth of the time, but the worker took its own clock
+    before the file was imported: the times it reports are real, where a thousandth would be the witness's verdict.
+    reference_call computes with the reference, which the worker may import: that is the file's own work, checked
+    and timed as any other."""
+    proc, out = run(name, "--case", "0")
+    assert proc.returncode == 0 and [r["status"] for r in out[0]["records"]] == ["pass"], proc.stdout

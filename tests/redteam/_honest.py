@@ -1,5 +1,19 @@
-"""Shared by the red-team files: an honest plain-torch gemm they wrap (not a submission itself)."""
+"""Shared by the red-team files: an honest plain-torch gemm they wrap, and `acted`, by which an attack says what it
+did (not a submission itself)."""
+import sys
+
 import torch
+
+ACTED_MARK = "[red team] "  # the start of the line `acted` writes; tests/test_redteam.py reads what follows
+_said = set()
+
+
+def acted(name: str, what: str) -> None:
+    """Say once, on stderr, that the attack `name` did `what`: the evaluator forwards a worker's output to its own
+    stderr, where a test reads that the attack acted (and was not merely ineffective)."""
+    if (name, what) not in _said:
+        _said.add((name, what))
+        print(f"{ACTED_MARK}{name}: {what}", file=sys.stderr, flush=True)
 
 E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
 

@@ -1,5 +1,5 @@
 """Cheat: the i-th call of a sample returns what the i-th call returned the first time round."""
-from _honest import honest
+from _honest import acted, honest
 
 _calls = []
 _period = 50
@@ -11,4 +11,5 @@ def custom_kernel(data):
         _calls.append(honest(data).clone())
         return _calls[-1]
     _calls.append(None)
+    acted("cache_by_call_count", f"returned the output of the call {_period} calls earlier again")
     return _calls[n % _period]

@@ -1,5 +1,5 @@
 """Cheat: remember outputs by id() of the input tuple (the contest passed the same tuple each sample)."""
-from _honest import honest
+from _honest import acted, honest
 
 _cache = {}
 
@@ -7,4 +7,6 @@ _cache = {}
 def custom_kernel(data):
     if id(data) not in _cache:
         _cache[id(data)] = honest(data)
+        return _cache[id(data)]
+    acted("cache_by_id", "returned the output remembered for this input tuple without computing")
     return _cache[id(data)]

@@ -6,13 +6,17 @@ worker's cgroup (the kernel checks the move with a permission check that Landloc
 lets the worker open any folder for reading); failing that, the same as a 32-bit call (int 0x80, on x86_64),
 which a filter of 64-bit call numbers alone would let through; failing that, plain fork. The child starts a thread and ends
 its main thread: /proc/<pid>/stat then reads 'Z' although the process lives, and cgroup.kill passes over such a
-process. The thread writes to /dev/shm/redteam_cgroup_escape.log (writable under the sandbox) where it landed and,
-every second for a minute, that it is alive. Computes honestly."""
+process. The thread writes to its log (REDTEAM_LOG, in /dev/shm: writable under the sandbox) where it landed and,
+every second for a minute, that it is alive; the import waits until the thread has said so, so that the worker is
+stopped with it running. Computes honestly."""
 import os
 import subprocess
 import tempfile
+import time
 
-from _honest import honest
+from _honest import acted, honest
+
+LANDED_S = 60.0  # how long the import waits for the child's thread to say it is alive
 
 SOURCE = r"""
 #define _GNU_SOURCE
@@ -68,7 +72,7 @@ with open(_binary + ".c", "w") as f:
 subprocess.run(["gcc", "-O1", "-pthread", "-o", _binary, _binary + ".c"], check=True)
 with open(_binary, "rb") as f:  # the scratch folder is deleted when the worker stops: keep the binary in memory
     _image = f.read()
-_LOG = "/dev/shm/redteam_cgroup_escape.log"
+_LOG = os.environ.get("REDTEAM_LOG", "/dev/shm/redteam_cgroup_escape.log")
 with open("/proc/self/cgroup") as f:
     _own = next(line.strip()[3:] for line in f if line.startswith("0::"))
 with open("/proc/self/mountinfo") as f:
@@ -77,6 +81,21 @@ _fd = os.memfd_create("escape", 0)
 os.write(_fd, _image)
 os.posix_spawn(f"/proc/self/fd/{_fd}", ["escape", _LOG, os.path.join(_mount, os.path.dirname(_own).lstrip("/"))],
                os.environ)
+
+
+def _landed() -> bool:
+    try:
+        with open(_LOG) as f:
+            return " alive: " in f.read()
+    except OSError:
+        return False
+
+
+_deadline = time.monotonic() + LANDED_S
+while not _landed() and time.monotonic() < _deadline:
+    time.sleep(0.01)
+if _landed():
+    acted("cgroup_escape", "its child's thread runs")
 
 
 def custom_kernel(data):

@@ -13,7 +13,7 @@ Each sample's real and reported region are printed to stderr, which the evaluato
 import sys
 
 import harness.device as _device
-from _honest import honest
+from _honest import acted, honest
 
 _state = {"sample": 0}
 
@@ -31,6 +31,8 @@ def _report(real):
     reported = real / 20 if cheat else real
     print(f"[intermittent_forge] sample {k}: real {real / 1e6:.2f} ms, reported {reported / 1e6:.2f} ms"
           f"{'  (forged)' if cheat else ''}", file=sys.stderr, flush=True)
+    if cheat:
+        acted("intermittent_forge", "reported a twentieth of a sample's region")
     return reported
 
 

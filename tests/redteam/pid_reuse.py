@@ -11,15 +11,17 @@ threads up to the test worker's old pid less one, then forks so that an orphan (
 subreaper) gets exactly that pid. It leaves the worker's process group (setsid), so killpg does not reach it.
 The run passes; the orphan outlives the evaluator and is free to keep a CPU (or, on a GPU host, the GPU) busy while
 later runs of other files are measured. Here it hogs one CPU for HOG_S seconds after the evaluator is gone, then
-exits. Computes honestly. The evaluator now tells processes apart by pid and start time, so the orphan is its
+exits. The orphan says on stderr that it landed at the old pid (or the worker that it never did, after PLANT_S
+seconds of tries). Computes honestly. The evaluator now tells processes apart by pid and start time, so the orphan is its
 worker's stray and is killed when the worker stops."""
 import os
 import threading
 import time
 
-from _honest import honest
+from _honest import acted, honest
 
 HOG_S = 20.0
+PLANT_S = 60.0  # how long the worker tries to land its orphan at the old pid (other processes take pids too)
 
 
 def hidden(evaluator: int) -> None:
@@ -52,7 +54,8 @@ def plant(target: int, evaluator: int) -> None:
         os.waitpid(a, 0)
         return
     try:  # A: a child of the worker; its orphan B must land on `target`
-        for _ in range(4):
+        deadline = time.monotonic() + PLANT_S
+        while time.monotonic() < deadline:
             while last_tid() != target - 1:  # one round of the pid space at most
                 pass
             b = os.fork()
@@ -61,10 +64,12 @@ def plant(target: int, evaluator: int) -> None:
                     os._exit(0)
                 while os.getppid() != evaluator:  # A leaves at once: B is re-parented to the evaluator
                     time.sleep(0.001)
+                acted("pid_reuse", "an orphan runs at the test worker's old pid")
                 hidden(evaluator)
             if b == target:
                 os._exit(0)
             os.waitpid(b, 0)
+        acted("pid_reuse", f"no orphan landed at the test worker's old pid in {PLANT_S:g} s")
     finally:
         os._exit(1)
 

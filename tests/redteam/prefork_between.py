@@ -21,7 +21,7 @@ import time
 import weakref
 
 import torch
-from _honest import honest
+from _honest import acted, honest
 
 CPUS = sorted(os.sched_getaffinity(0))
 _SOURCE = r"""
@@ -115,9 +115,11 @@ def _run_pending():
             pass
         arr = (ctypes.c_int * len(kids))(*[p for p, _ in kids])
         _native.reap_yielding(arr, len(kids))
+        acted("prefork_between", "computed a sample's calls after the timed region, in children forked between samples")
     else:
         for data in items:
             honest(data)
+        acted("prefork_between", "computed a sample's calls after the timed region, in its own process")
     _state["reported"] = time.monotonic()
     if len(items) > 1 and _state["gap"]:  # a sample's calls: its gap is the evaluator's work between samples
         _state["shortest"] = min(_state["shortest"] or _state["gap"], _state["gap"])

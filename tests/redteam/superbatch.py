@@ -1,6 +1,6 @@
 """Cheat ("super-batch"): the first call of a sample does every remembered input's work at once,
 later calls return the precomputed outputs."""
-from _honest import gemm, honest
+from _honest import acted, gemm, honest
 
 _seen = []
 _ready = {}
@@ -19,4 +19,5 @@ def custom_kernel(data):
             out = remembered[-1]
             out[:, :, 0] = gemm(remembered)
             _ready[j] = out
+    acted("superbatch", "returned an output computed at its sample's first call")
     return _ready[i]
