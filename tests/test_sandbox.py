@@ -7,6 +7,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,15 @@ def cgroup_available() -> bool:
 FORKER = ["bash", "-c", "while true; do (sleep 30 &); done"]  # forks without pause, each child orphaned at once
 
 
+@pytest.fixture
+def redteam_log():
+    """A log of its own in /dev/shm (writable under the sandbox) for an attack that takes REDTEAM_LOG, and the
+    environment that names it: another checkout's run of the same attack writes another."""
+    log = Path(f"/dev/shm/redteam_{uuid.uuid4().hex}.log")
+    yield log, {**os.environ, "REDTEAM_LOG": str(log)}
+    log.unlink(missing_ok=True)
+
+
 @pytest.mark.skipif(not cgroup_available(), reason="needs a writable cgroup v2 hierarchy with cgroup.kill")
 def test_a_cgroup_ends_every_process_of_a_tree_that_forks_without_pause():
     from harness.evaluator.cgroup import WorkerCgroup
@@ -74,6 +84,7 @@ def test_the_cgroup_of_an_evaluator_that_is_gone_is_emptied_and_removed():
     assert left.wait(5) == -9 and not stale.folder.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not landlock_available(), reason="needs Landlock and landlockpy")
 def test_a_worker_cannot_write_records_or_the_repository_nor_outlive_its_run(results_dir):
     results_dir.mkdir(parents=True)
@@ -95,29 +106,32 @@ def test_a_worker_cannot_write_records_or_the_repository_nor_outlive_its_run(res
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="the attack builds its hopper with gcc")
-def test_a_process_that_keeps_changing_its_pid_does_not_outlive_the_run(results_dir):
+def test_a_process_that_keeps_changing_its_pid_does_not_outlive_the_run(results_dir, redteam_log):
     """tests/redteam/pid_hopper.py starts, as its worker exits, a process that forks and lets its parent exit every
     few hundred µs, so that it is never at the pid a scan saw; the evaluator still ends it before it returns."""
+    log, env = redteam_log
     proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
                            str(ROOT / "tests" / "redteam" / "pid_hopper.py"), "--mode", "test", "--case", "0", "--json"],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+                          capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
     assert [r["status"] for r in json.loads(proc.stdout)[0]["records"]] == ["pass", "pass"], proc.stderr
+    assert "pid_hopper: its hopper started" in proc.stderr and "started, waiting for worker" in log.read_text()
     time.sleep(0.5)
-    assert not live_processes_running("redteam_hopper.log"), "the hopper outlived the run"
+    assert not live_processes_running(str(log)), "the hopper outlived the run"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="the attack builds its helper with gcc")
-def test_a_process_cannot_leave_the_worker_cgroup_nor_outlive_it_as_a_zombie_leader(results_dir):
+def test_a_process_cannot_leave_the_worker_cgroup_nor_outlive_it_as_a_zombie_leader(results_dir, redteam_log):
     """tests/redteam/cgroup_escape.py tries clone3 into the folder above the worker's cgroup (refused by the worker's
     seccomp filter), forks instead, and ends the child's main thread while another thread lives on; the evaluator
     still ends it before it returns."""
-    log = Path("/dev/shm/redteam_cgroup_escape.log")
-    log.unlink(missing_ok=True)
+    log, env = redteam_log
     proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
                            str(ROOT / "tests" / "redteam" / "cgroup_escape.py"), "--mode", "test", "--case", "0",
-                           "--json"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+                           "--json"], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
     records = json.loads(proc.stdout)[0]["records"]
     assert [r["status"] for r in records] == ["pass", "pass"], proc.stderr
+    assert "cgroup_escape: its child's thread runs" in proc.stderr, proc.stderr[-2000:]
     if landlock_available():
         assert "clone3 refused" in records[0]["sandbox"]
         assert "refused too, forking instead" in log.read_text()
@@ -129,7 +143,6 @@ def test_a_process_cannot_leave_the_worker_cgroup_nor_outlive_it_as_a_zombie_lea
     lines = log.read_text().splitlines()
     time.sleep(1.5)
     assert log.read_text().splitlines() == lines, "a process the worker started is still alive after the run"
-    log.unlink()
 
 
 @pytest.mark.slow
@@ -207,6 +220,7 @@ def test_a_process_at_a_reused_pid_is_still_the_workers_stray(results_dir):
                            str(ROOT / "tests" / "redteam" / "pid_reuse.py"), "--shapes", "smoke", "--case", "0",
                            "--json", "--no-record"], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert [s["mode"] for s in json.loads(proc.stdout)] == ["test", "benchmark"], proc.stderr[-2000:]
+    assert "pid_reuse: an orphan runs at the test worker's old pid" in proc.stderr, proc.stderr[-2000:]
     time.sleep(1)
     assert live_processes_running("pid_reuse.py") == []
 
