@@ -1,6 +1,7 @@
 """group_gemm v29's and v31's tile plans (host side, no GPU): every row of every group is covered once (v31: every
 K step of it once, across a cut tile's two halves), and the plan's heights, starts, CTA count and split codes are
-what the kernel reads."""
+what the kernel reads: each tile code is read back by the kernel's own unpack(), taken from its CUDA source."""
+import re
 from pathlib import Path
 
 import pytest
@@ -26,9 +27,28 @@ def sizes_of(case):
     return [(m, n, k, 1) for m, n, k in zip(case.args["m"], case.args["n"], case.args["k"])]
 
 
-def decode(code):
-    """group, first row, rows, block of 128 B rows: the kernel's unpack()."""
-    return code & 15, ((code >> 4) & 1023) * 16, (((code >> 14) & 15) + 1) * 16, code >> 18
+def kernel_unpack(version: str):
+    """The unpack() of a version's CUDA source, evaluated on a tile code as (group, first row, rows, block of B): its
+    constants and its expression are read from the source (C's &, >>, + and * mean what Python's do on these
+    non-negative ints), so that the plan is checked against what the kernel reads, not against a copy of it."""
+    source = (ROOT / "submissions" / "group_gemm" / f"{version}.py").read_text()
+    names = {}
+    for name, value in re.findall(r"constexpr int (\w+) = ([^;]+);", source):
+        try:
+            names[name] = eval(value, {}, dict(names))  # noqa: S307 - the repository's own source
+        except (NameError, SyntaxError, TypeError):
+            continue  # a constant made of things other than integer constants
+    fields = re.search(r"Tile unpack\(int code\) \{\s*return Tile\{(.*?)\};", source, re.DOTALL).group(1)
+    expression = compile(f"({fields})", f"{version} unpack()", "eval")
+    casts = {"int": int, "unsigned": lambda value: value & 0xFFFFFFFF}
+
+    def unpack(code):
+        group, first_row, rows, first_column = eval(expression, casts, {**names, "code": code})  # noqa: S307
+        return group, first_row, rows, first_column // names["BN"]
+    return unpack
+
+
+UNPACK = {version: kernel_unpack(version) for version in ("v29", "v31")}
 
 
 @pytest.mark.parametrize("shape_set", ["tests", "benchmarks"])
@@ -40,7 +60,7 @@ def test_plan_covers_every_row_of_every_group_once(v29, shape_set):
         assert starts[0] == 0 and starts[-1] == len(tiles) and all(a < b for a, b in zip(starts, starts[1:]))
         seen = {}
         for code in tiles:
-            group, m0, rows, block = decode(code)
+            group, m0, rows, block = UNPACK["v29"](code)
             m, n, _, _ = sizes[group]
             assert rows == heights[group] <= max(v29.HEIGHTS) and m0 % rows == 0 and m0 < m and block < n // 128
             for r in range(m0, min(m0 + rows, m)):
@@ -55,11 +75,12 @@ def test_plan_multiplies_fewer_than_16_padded_rows_per_slice_and_balances(v29):
     m = [80, 176, 128, 72, 64, 248, 96, 160]
     sizes = [(mm, 4096, 7168, 1) for mm in m]
     table, ctas, _ = v29.plan(sizes, 132)
-    slices = {(decode(code)[0], decode(code)[1]): decode(code)[2] for code in table[ctas + 1:]}
+    unpack = UNPACK["v29"]
+    slices = {(unpack(code)[0], unpack(code)[1]): unpack(code)[2] for code in table[ctas + 1:]}
     for g, mm in enumerate(m):
         heights = [h for (gg, _), h in slices.items() if gg == g]
         assert 0 <= sum(heights) - mm < 16 * len(heights)
-    cost = [7168 // 64 * max(decode(code)[2], v29.FLOOR_ROWS) for code in table[ctas + 1:]]
+    cost = [7168 // 64 * max(unpack(code)[2], v29.FLOOR_ROWS) for code in table[ctas + 1:]]
     loads = [sum(cost[table[b]:table[b + 1]]) for b in range(ctas)]
     assert max(loads) <= sum(loads) / 132 + max(cost)
 
@@ -103,7 +124,7 @@ def check_v31_plan(sizes, table, ctas, slots):
     assert len(splits) == count and starts[0] == 0 and all(a < b for a, b in zip(starts, starts[1:]))
     covered = {}
     for code, split in zip(codes, splits):
-        group, m0, rows, block = decode(code)
+        group, m0, rows, block = UNPACK["v31"](code)
         m, _, k, _ = sizes[group]
         lo, hi = k_range(split, k // 128)
         for r in range(m0, min(m0 + rows, m)):

@@ -196,9 +196,20 @@ def test_template_file_on_this_cpu_gives_the_no_gpu_line():
     assert fp4_library_message(exc, (10, 0)) is None
 
 
-def test_current_capability_matches_torch():
-    expected = tuple(torch.cuda.get_device_capability()) if torch.cuda.is_available() else None
-    assert current_capability() == expected
+def test_current_capability_is_the_devices_pair_or_none(monkeypatch):
+    """The current device's (major, minor) as ints; None where CUDA has no device or its driver fails."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    assert current_capability() == (9, 0)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (torch.tensor(12), 0))
+    assert current_capability() == (12, 0) and type(current_capability()[0]) is int
+
+    def broken(device=None):
+        raise RuntimeError("CUDA driver initialization failed")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", broken)
+    assert current_capability() is None
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert current_capability() is None
 
 
 @pytest.mark.slow
