@@ -28,7 +28,7 @@ def records(results_dir: Path, task: str) -> pd.DataFrame:
 
 
 @pytest.mark.slow
-def test_v0_test_then_benchmark_records_everything(results_dir):
+def test_v0_test_then_benchmark_records_everything(results_dir, busy_machine):
     proc, out = run_json("--task", "gemm", "--submission", "v0")
     assert proc.returncode == 0, proc.stderr
     assert [s["mode"] for s in out] == ["test", "benchmark"] and all(s["passed"] for s in out)
@@ -101,6 +101,7 @@ def test_clear_errors_not_tracebacks():
         assert proc.returncode == 2 and words in proc.stderr and "Traceback" not in proc.stderr, (args, proc.stderr)
 
 
+@pytest.mark.slow
 def test_leaderboard_mode_uses_secret_seeds(results_dir):
     from harness.evaluator.session import build_jobs
     proc, out = run_json("--task", "gemv", "--submission", "v0", "--mode", "leaderboard", "--seed", "12345")

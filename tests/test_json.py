@@ -203,6 +203,7 @@ def test_diff_measure_with_one_round_has_an_open_interval(results_dir, monkeypat
     assert v1["speedup_vs_base"] == pytest.approx(0.5) and v1["speedup_high"] is None and v1["verdict"] == "one round: no interval"
 
 
+@pytest.mark.slow
 def test_submit_best(results_dir, monkeypatch):
     import harness.evaluator.session
     store(results_dir, run("gemv", "v1", "a", [100, 100], gpu="cpu", kind="smoke")
@@ -216,6 +217,7 @@ def test_submit_best(results_dir, monkeypatch):
     assert [m["shape"] for m in data["entry"]["means"]] == ["m=128 k=256 l=1", "m=256 k=512 l=2"]
 
 
+@pytest.mark.slow
 def test_sweep(results_dir):
     code, out = invoke("sweep", "--task", "gemv", "--versions", "v0", "--lanes", "1")
     assert code == 0, out
@@ -223,6 +225,7 @@ def test_sweep(results_dir):
     assert job["status"] == "pass" and job["geomean_ns"] > 0 and job["records"] == 2
 
 
+@pytest.mark.slow
 def test_run_and_an_error(results_dir):
     """The default command in a process of its own, stdout holding nothing but the JSON; an error likewise."""
     def cli(*args):

@@ -216,6 +216,7 @@ def test_cli_sweep_exit_codes_summary_and_records(results_dir):
 @pytest.mark.parametrize("args, said", [(["--task", "gemv", "--versions", "v0..v99"], "gemv has no version v99"),
                                         (["--task", "gemv", "--gpus", "0"], "no GPU here"),
                                         (["--task", "gemv", "--ray", "auto", "--lanes", "2"], "drop --gpus")])
+@pytest.mark.slow
 def test_cli_sweep_usage_errors_exit_2(results_dir, args, said):
     proc = sweep_cli(*args)
     assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr
