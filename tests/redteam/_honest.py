@@ -1,6 +1,7 @@
-"""Shared by the red-team files: an honest plain-torch gemm they wrap, and `acted`, by which an attack says what it
-did (not a submission itself)."""
+"""Shared by the red-team files: an honest plain-torch gemm they wrap, `acted`, by which an attack says what it
+did, and `logged`, by which it waits for a process of its own (not a submission itself)."""
 import sys
+import time
 
 import torch
 
@@ -14,6 +15,21 @@ def acted(name: str, what: str) -> None:
     if (name, what) not in _said:
         _said.add((name, what))
         print(f"{ACTED_MARK}{name}: {what}", file=sys.stderr, flush=True)
+
+
+def logged(path: str, words: str, within_s: float) -> bool:
+    """Whether the file at `path` holds `words`, waiting up to `within_s` seconds for a process to write them."""
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            with open(path) as f:
+                if words in f.read():
+                    return True
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
 
 E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
 

@@ -12,9 +12,8 @@ stopped with it running. Computes honestly."""
 import os
 import subprocess
 import tempfile
-import time
 
-from _honest import acted, honest
+from _honest import acted, honest, logged
 
 LANDED_S = 60.0  # how long the import waits for the child's thread to say it is alive
 
@@ -81,20 +80,7 @@ _fd = os.memfd_create("escape", 0)
 os.write(_fd, _image)
 os.posix_spawn(f"/proc/self/fd/{_fd}", ["escape", _LOG, os.path.join(_mount, os.path.dirname(_own).lstrip("/"))],
                os.environ)
-
-
-def _landed() -> bool:
-    try:
-        with open(_LOG) as f:
-            return " alive: " in f.read()
-    except OSError:
-        return False
-
-
-_deadline = time.monotonic() + LANDED_S
-while not _landed() and time.monotonic() < _deadline:
-    time.sleep(0.01)
-if _landed():
+if logged(_LOG, " alive: ", LANDED_S):
     acted("cgroup_escape", "its child's thread runs")
 
 

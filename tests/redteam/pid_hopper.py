@@ -12,9 +12,8 @@ could keep a CPU busy to slow later runs, or wait for the next worker's slots). 
 import os
 import subprocess
 import tempfile
-import time
 
-from _honest import acted, honest
+from _honest import acted, honest, logged
 
 START_S = 60.0  # how long the import waits for the hopper to say it started
 
@@ -57,23 +56,10 @@ subprocess.run(["gcc", "-O1", "-o", _binary, _binary + ".c"], check=True)
 with open(_binary, "rb") as f:  # the scratch folder is deleted when the worker stops: keep the binary in memory
     _image = f.read()
 _LOG = os.environ.get("REDTEAM_LOG", "/dev/shm/redteam_hopper.log")
-
-
-def _started() -> bool:
-    try:
-        with open(_LOG) as f:
-            return "started" in f.read()
-    except OSError:
-        return False
-
-
 _fd = os.memfd_create("hop", 0)
 os.write(_fd, _image)
 os.posix_spawn(f"/proc/self/fd/{_fd}", ["hop", str(os.getpid()), str(os.getppid()), _LOG], os.environ)
-_deadline = time.monotonic() + START_S
-while not _started() and time.monotonic() < _deadline:
-    time.sleep(0.01)
-if _started():
+if logged(_LOG, "started", START_S):
     acted("pid_hopper", "its hopper started and waits for the worker to leave")
 
 
