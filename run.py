@@ -605,18 +605,32 @@ def report_page(gpu, timing, as_json, out_dir):
 @cli.command()
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
 def merge(source):
-    """Add the records of another machine's results folder (or a .tgz of one) to results/, once each
-    (a CPU's records to the git-ignored results/local/)."""
+    """Add the records of another machine's results folder, or of a .tgz of one (`tar czf results.tgz results`,
+    subfolders included), to results/, once each (a CPU's records to the git-ignored results/local/)."""
     from harness.views import report
     from harness.views.lineage import plural
     try:
-        added = results.merge_from(source, results.results_dir())
+        done = results.merge_from(source, results.results_dir())
     except results.MergeError as exc:
         fail(str(exc))
-    if not added:
-        fail(f"{source}: no .jsonl records there.", code=1)
-    for name, count in added.items():
-        report.console().print(f"{name}: {plural(count, 'new record')}", markup=False)
+    if not done.files:
+        fail(f"{source}: no record files there ({', '.join(sorted(results.RECORD_FILES))}, at any depth)"
+             + (f"; left alone: {plural(len(done.left_out), 'other .jsonl file')}" if done.left_out else ""), code=1)
+    out = report.console()
+    base = results.results_dir().parent
+    out.print(f"merged from {source}:", highlight=False, markup=False)
+    for merged in done.files:
+        into = ", ".join(f"{plural(n, 'new record')} into {shown_path(target, base)}" for target, n in merged.added.items())
+        out.print(f"  {merged.source}: {plural(merged.records, 'record')}; {into or 'nothing new'}", highlight=False,
+                  markup=False)
+    if done.left_out:
+        out.print(f"left alone: {plural(len(done.left_out), 'other .jsonl file')} (the views read only "
+                  f"<task>.jsonl and leaderboard.jsonl), such as {done.left_out[0]}", highlight=False, markup=False)
+
+
+def shown_path(path: str, base: Path) -> str:
+    """A path relative to `base` where it lies under it (results/gemv.jsonl), else whole."""
+    return str(Path(path).relative_to(base)) if Path(path).is_relative_to(base) else path
 
 
 @cli.command()
