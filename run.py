@@ -24,6 +24,7 @@ from harness.evaluator.watch import Watch
 from harness.protocol import RECORD_TIMINGS, brief
 from harness.rules import DEFAULT_TIMING, MODES, RECORDED_MODES, TIMINGS, modes_of
 from harness.submission import SubmissionError, task_from_leaderboard
+from harness.views.tables import frame_table, plain_text
 from harness.views.tries import resolve
 from reference import TASKS
 from reference.cases import leaderboards, task_config, timed_kind
@@ -31,14 +32,27 @@ from reference.cases import leaderboards, task_config, timed_kind
 
 err_console = Console(stderr=True)
 SHAPES = click.Choice(["auto", "contest", "smoke"])
+KINETO_QUIET = ("KINETO_LOG_LEVEL", "6")  # kineto's levels end at USDT (5), the "USDT: profiler_start" lines
 EVERY_COMMAND = ("--no-tui",)  # the group's flags that hold for every command, before or after its name (popcorn-cli)
+
+
+SERVER_PID = None  # in `run.py serve` and the runs forked from it: the standing evaluator's process
 
 
 def exit_on_signals():
     """SIGTERM and Ctrl-C end the runner with one line and 143 / 130; the workers die with it
-    (harness.evaluator.supervisor kills every live worker and what it started on the way out)."""
+    (harness.evaluator.supervisor kills every live worker and what it started on the way out). A run forked from a
+    standing evaluator that has gone (its SIGTERM on the server's death, harness.evaluator.server) says so."""
     def leave(signum, frame):
-        err_console.print(f"[yellow]{signal.Signals(signum).name}: stopping the workers and leaving[/]")
+        if SERVER_PID == os.getpid():
+            said = f"{signal.Signals(signum).name}: the standing evaluator stops, and the runs in flight with it"
+        elif SERVER_PID is not None and os.getppid() != SERVER_PID:
+            said = ("the standing evaluator (run.py serve) stopped during this run, and the run with it: its workers "
+                    "are stopped and the records stored so far kept; run the command again (without a standing "
+                    "evaluator it starts cold)")
+        else:
+            said = f"{signal.Signals(signum).name}: stopping the workers and leaving"
+        err_console.print(f"[yellow]{escape(said)}[/]", highlight=False)
         sys.exit(128 + signum)
     signal.signal(signal.SIGTERM, leave)
     signal.signal(signal.SIGINT, leave)
@@ -54,6 +68,14 @@ def fail(message: str, code: int = 2):
         emit_json({"error": message})
     err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
     sys.exit(code)
+
+
+def refuse_unparsable(sub) -> None:
+    """A file Python would not compile stops here, before a worker starts or a record is stored."""
+    from harness.precheck import syntax_error
+    broken = syntax_error(sub.path)
+    if broken:
+        fail(f"{sub.path.name}:{broken.line}: {broken.why}: {broken.text} (nothing was run, no record stored)", code=1)
 
 
 def show_precheck(sub, console) -> list:
@@ -90,15 +112,21 @@ class Progress(Watch):
                            highlight=False)
 
 
-def show_protection(summary, console):
-    """One line on what protected this run's records, and the start-up hooks that run in every process."""
-    if summary.sandbox:
-        style = "dim" if summary.sandbox.startswith("landlock") else "yellow"
-        shown = summary.sandbox if summary.sandbox.startswith("landlock") else f"{summary.sandbox}: records unprotected"
-        console.print(f"sandbox: {escape(shown)}", style=style, highlight=False)
-    if summary.hooks:
-        console.print(f"start-up hooks in this Python ({len(summary.hooks)}, run in every process): "
-                      f"{escape(', '.join(summary.hooks))}", style="dim", highlight=False)
+def show_protection(summary, console, earlier=None) -> None:
+    """One line on what protected this run's records, and the start-up hooks other than setuptools' own; once per
+    command: after an earlier mode (`earlier`, its summary) only where this mode's worker was confined otherwise."""
+    from harness.views.report import unusual_hooks
+    confined = summary.sandbox.startswith("landlock")
+    if summary.sandbox and (earlier is None or confined != earlier.sandbox.startswith("landlock")):
+        shown = summary.sandbox if confined else f"{summary.sandbox}: records unprotected"
+        console.print(f"sandbox: {escape(shown)}", style="dim" if confined else "yellow", highlight=False,
+                      soft_wrap=True)
+    hooks = unusual_hooks(summary.hooks) if earlier is None else []
+    if hooks:
+        console.print(f"start-up {'hook' if len(hooks) == 1 else 'hooks'} in this Python: code that runs at the start "
+                      f"of every Python process here, the evaluator's and the workers' included (a .pth file's import "
+                      f"line or a sitecustomize module); make sure you trust {'it' if len(hooks) == 1 else 'them'}: "
+                      f"{escape(', '.join(hooks))}", style="yellow", highlight=False, soft_wrap=True)
 
 
 def run_ncu(options, console) -> int:
@@ -225,17 +253,16 @@ class ArenaGroup(click.Group):
 @click.option("--keep-going", is_flag=True, help="Run the remaining cases after one hung or crashed (default: skip them).")
 @click.option("--traceback", "show_traceback", is_flag=True, help="Show whole tracebacks of failing submissions.")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout (progress goes to stderr).")
-@click.option("--no-tui", is_flag=True, help="Plain text, no colours (popcorn-cli's flag; output to a file or pipe is "
-                                            "plain anyway).")
+@click.option("--no-tui", is_flag=True, help="Plain text (popcorn-cli's flag): no colours or live progress, tables "
+                                            "as Markdown without box-drawing lines.")
 @click.pass_context
 def cli(ctx, task, submission, name, mode, shapes, timeout, only, no_record, secret_seed, ncu, timing, unconfined,
         keep_going, show_traceback, as_json, no_tui):
     """Check and time an NVFP4 submission as the GPU MODE contest did."""
     exit_on_signals()
-    if no_tui:  # rich's variables, read by every console made from here on: no terminal codes, no live progress
+    if no_tui:  # read by every console and table made from here on, here and in the processes this one starts
         global err_console
-        os.environ.update(TTY_COMPATIBLE="0", TTY_INTERACTIVE="0", NO_COLOR="1")
-        os.environ.pop("FORCE_COLOR", None)
+        plain_text()
         err_console = Console(stderr=True)
     if ctx.invoked_subcommand is not None:
         return
@@ -245,6 +272,9 @@ def cli(ctx, task, submission, name, mode, shapes, timeout, only, no_record, sec
         sub = resolve(submission, task, leaderboards(), name)
     except SubmissionError as exc:
         fail(str(exc))
+    refuse_unparsable(sub)
+    if mode == "profile":  # the workers' torch.profiler, without its own log lines on the terminal
+        os.environ.setdefault(*KINETO_QUIET)
     if not ncu:  # the run's workers start now, and import torch while this process does (runner.run takes them)
         start_spares(sub.task, str(sub.path), not unconfined, len(modes_of(mode)))
         startup.start()  # and this process's CUDA context beside its own import of torch
@@ -255,7 +285,7 @@ def cli(ctx, task, submission, name, mode, shapes, timeout, only, no_record, sec
         shapes = runner.pick_shapes(shapes)
         if shapes == "smoke":
             err_console.print("[yellow]No GPU here: running the smoke shapes on the CPU with wall-clock timers "
-                              "(--shapes contest runs the contest's shapes, slowly).[/]")
+                              "(--shapes contest runs the contest's shapes, slowly).[/]", soft_wrap=True)
     out = report.console(stderr=as_json)
     target = sub.headers.get("gpu")
     if target:
@@ -271,8 +301,8 @@ def cli(ctx, task, submission, name, mode, shapes, timeout, only, no_record, sec
     summaries = []
     try:
         for summary in runner.run(options, Progress(out, sub)):
+            show_protection(summary, out, summaries[0] if summaries else None)
             summaries.append(summary)
-            show_protection(summary, out)
             report.render(summary, out, show_traceback)
             if summary.unstored:
                 err_console.print(f"[red]records not stored:[/] {escape(summary.unstored)}", highlight=False)
@@ -286,7 +316,7 @@ def cli(ctx, task, submission, name, mode, shapes, timeout, only, no_record, sec
     compared = previous_try(summaries)
     if compared:
         out.print(frame_table(compared.table(), compared.title()))
-        out.print(compared.note(), highlight=False, markup=False)
+        out.print(compared.note(), highlight=False, markup=False, soft_wrap=True)  # its command pastes whole
     if as_json:
         emit_json(report.as_json(summaries, [vars(f) for f in findings], compared.as_json() if compared else None))
     stored = not any(s.unstored for s in summaries)
@@ -305,18 +335,6 @@ def calibrate():
         entry = measure(path)
     Console().print_json(data={k: v for k, v in entry.items() if k != "device"})
     err_console.print(f"stored in {path}")
-
-
-def frame_table(df, title: str):
-    import pandas as pd
-    from rich.table import Table
-    table = Table(title=escape(title), title_justify="left")  # names, ideas and messages are text, not markup
-    for col in df.columns:
-        table.add_column(escape(str(col)), justify="right" if df[col].dtype.kind in "fi" else "left")
-    for _, row in df.iterrows():
-        table.add_row(*["-" if not isinstance(v, str) and pd.isna(v) else
-                        (f"{v:,.2f}" if isinstance(v, float) else escape(str(v))) for v in row])
-    return table
 
 
 def view_options(command):
@@ -517,6 +535,7 @@ def submit(file, task, submission, best, candidates, rounds, timing, shapes, rem
             sub = resolve(submission, task, leaderboards())
         except SubmissionError as exc:
             fail(str(exc))
+        refuse_unparsable(sub)
         show_precheck(sub, out)
         [summary] = runner.run(runner.RunOptions(sub, "leaderboard", shapes, secret_seed=secret_seed),
                                Progress(out, sub))
@@ -724,6 +743,8 @@ def serve():
     this checkout (another terminal) is forked from it, workers included, instead of starting two interpreters."""
     from harness.evaluator.server import ServerError
     from harness.evaluator.server import serve as stand
+    global SERVER_PID
+    SERVER_PID = os.getpid()
     try:
         stand(run_here, lambda text: err_console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {escape(text)}",
                                                       highlight=False, soft_wrap=True))

@@ -204,6 +204,15 @@ def parse_summaries(stdout: str) -> list | None:
     return None
 
 
+def refusal(stdout: str) -> str | None:
+    """run.py --json's {"error": ...}: why it ran nothing (a file that does not parse, a name that is no file)."""
+    try:
+        data = json.loads(stdout)
+    except json.JSONDecodeError:
+        return None
+    return data["error"] if isinstance(data, dict) and isinstance(data.get("error"), str) else None
+
+
 def judge(job: SweepJob, lane: str, returncode: int, stdout: str, stderr: str, wall_s: float) -> Attempt:
     """The verdict of one finished run.py process."""
     attempt = Attempt(job, lane, "lost", wall_s=wall_s, number=job.attempts)
@@ -213,6 +222,10 @@ def judge(job: SweepJob, lane: str, returncode: int, stdout: str, stderr: str, w
             attempt.message = f"killed by {signal.Signals(-returncode).name}"
         except ValueError:
             attempt.message = f"killed by signal {-returncode}"
+        return attempt
+    refused = refusal(stdout)
+    if summaries is None and refused and returncode in (1, 2):  # run.py's answer about the file: a verdict, not a loss
+        attempt.status, attempt.message = "fail", refused
         return attempt
     if summaries is None:
         said = [line for line in stderr.strip().splitlines() if line.strip()]
