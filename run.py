@@ -370,7 +370,7 @@ def list_versions(task, gpu, timing, as_json, smoke):
     """The lineage ranked by the median over each version's runs: runs, spread, geomean, ×SOL, ×parent."""
     from harness.views import report
     from harness.views.lineage import lineage_table, plural
-    view = answer(lineage_table, task, gpu, timing, "smoke" if smoke else "benchmarks")
+    view = answer(lineage_table, task, gpu, timing, "smoke" if smoke else None)
     if as_json:
         return emit_json(view.as_json())
     out = report.console()
@@ -378,16 +378,35 @@ def list_versions(task, gpu, timing, as_json, smoke):
     for row in view.body["rows"]:
         if row["last_failure"]:
             f = row["last_failure"]
+            ended = "was skipped" if f["status"] == "skipped" else f"ended {f['status']}"
             out.print(f"{row['version']} has no runs here: its last run on {view.scope.gpu} ({f['mode']} mode, "
-                      f"{f['when']}) ended {f['status']}: {f['message']}", style="yellow", highlight=False,
-                      markup=False)
+                      f"{f['when']}) {ended}: {f['message']}", style="yellow", highlight=False, markup=False)
         elif row["other_timings"]:
             out.print(f"{row['version']} has no {view.scope.timing}-timed run on {view.scope.gpu}, only "
                       f"{row['other_timings']} (--timing shows them)", style="dim", highlight=False, markup=False)
-    best = view.table.dropna(subset=["geomean µs"]).sort_values("rank").iloc[0]
-    out.print(f"fastest by stored runs: {best['version']} ({plural(int(best['runs']), 'run')}). Stored runs only "
-              f"nominate: `submit --best` measures the top candidates again, interleaved, before it picks one.",
-              highlight=False, markup=False)
+    out.print(fastest_line(view, gpu is not None or smoke), highlight=False, markup=False)
+
+
+def fastest_line(view, asked: bool) -> str:
+    """list's last line: the fastest try by stored runs among those `submit --best` can run again, and whether
+    `submit --best` reads this scope (this machine's) or which scope it reads instead."""
+    from harness.views.lineage import plural, this_machine
+    here, kind = this_machine()
+    table = view.table.set_index("version")
+    first = table.dropna(subset=["geomean µs"]).sort_values("rank").index[0]
+    fastest = view.body["fastest"]
+    if fastest is None:
+        said = f"fastest by stored runs: {first}, but no try here can be run again (its code is gone, no copy kept)"
+    else:
+        said = f"fastest by stored runs: {fastest} ({plural(int(table.loc[fastest, 'runs']), 'run')})"
+        if fastest != first:
+            said += f"; {first} ranks first, but its code is gone (no copy kept), so it cannot run again"
+    if (view.scope.gpu, view.scope.kind) == (here, kind):
+        return said + (". Stored runs only nominate: `submit --best` measures the fastest tries that can run again, "
+                       "interleaved, before it picks one.")
+    mine = "" if asked else f" This machine ({here}) has no runs of {view.scope.task} yet: these are {view.scope.gpu}'s."
+    shape_set = "smoke" if kind == "smoke" else "contest"
+    return said + f".{mine} `submit --best` nominates from this machine's runs ({here}, {shape_set} shapes)."
 
 
 @cli.command()
@@ -405,7 +424,7 @@ def diff(task, all_versions, gpu, timing, as_json, smoke, measure, rounds, shape
     from harness.evaluator import runner
     from harness.views import report
     from harness.views.lineage import lineage_table, per_shape_table, per_shape_table_found, plural
-    kind = "smoke" if smoke else "benchmarks"
+    kind = "smoke" if smoke else None
     if all_versions:
         table = answer(lineage_table, task, gpu, timing, kind).table
         names = list(table[table["runs"] > 0]["version"])
@@ -472,14 +491,16 @@ def diff_measured(task, names, shapes, rounds, as_json, timing) -> int:
 
 
 def choose_best(task, shapes, timing, candidates, rounds, console):
-    """The stored ranking on this device nominates up to `candidates` lineage versions; they are
-    measured again, interleaved (a worker each), and the winner is decided by paired intervals."""
+    """The stored ranking on this device nominates up to `candidates` tries that can be run again (lineage versions
+    and the participant's own); they are measured again, interleaved (a worker each), and the winner is decided by
+    paired intervals."""
     from harness.views.remeasure import choose, nominate
     nomination = answer(nominate, task, shapes, timing, candidates)
     top = nomination.versions
-    err_console.print(f"best stored versions of {task} on {nomination.gpu} ({timing} timing): {', '.join(top)}",
-                      highlight=False, markup=False)
+    err_console.print(f"fastest stored tries of {task} on {nomination.gpu} ({timing} timing) that can be run again: "
+                      f"{', '.join(top)}", highlight=False, markup=False)
     if len(top) == 1:
+        err_console.print(f"{top[0]} is the only candidate: nothing to measure it against", markup=False)
         return top[0], None
     decision = measuring("measuring the candidates", rounds, "re-measuring the candidates failed, nothing was submitted: ",
                          lambda on_round, on_build: choose(task, nomination, shapes, rounds, timing, on_round,
@@ -500,9 +521,10 @@ def choose_best(task, shapes, timing, candidates, rounds, console):
 @click.option("--submission", "submission", help="Version (vN), path or past try (name@hash) to submit (or give it as "
                                                 "the argument).")
 @click.option("--best", is_flag=True,
-              help="Measure the fastest stored versions again, interleaved, and submit the winner (a tie: the oldest).")
+              help="Measure the fastest stored tries again (lineage versions and your own files' tries), interleaved, "
+                   "and submit the winner (a tie: the oldest).")
 @click.option("--candidates", type=click.IntRange(1), default=3, show_default=True,
-              help="With --best: how many of the fastest stored versions to measure again.")
+              help="With --best: how many of the fastest stored tries to measure again.")
 @click.option("--rounds", type=click.IntRange(2), default=5, show_default=True,
               help="With --best: interleaved rounds.")
 @click.option("--timing", type=click.Choice(RECORD_TIMINGS), default=DEFAULT_TIMING, show_default=True,
@@ -523,7 +545,7 @@ def submit(file, task, submission, best, candidates, rounds, timing, shapes, rem
     if bool(submission) == best:
         fail("give either a file (or --submission vN) or --best.")
     if best and not task:
-        fail("--best needs --task: it picks among that lineage's versions.")
+        fail("--best needs --task: it picks among that task's stored tries.")
     shapes = runner.pick_shapes(shapes)
     out = report.console(stderr=as_json)
     decision = None
@@ -581,7 +603,7 @@ def plot(task, gpu, timing, as_json, smoke, out_dir):
     from harness.views import report
     from harness.views.plots import plot as make
     folder = out_dir or results.results_dir() / results.LOCAL / "plots"
-    paths = answer(make, task, folder, gpu, timing, "smoke" if smoke else "benchmarks")
+    paths = answer(make, task, folder, gpu, timing, "smoke" if smoke else None)
     if as_json:
         return emit_json({"task": task, "timing": timing, "paths": [str(p) for p in paths]})
     for path in paths:

@@ -92,8 +92,8 @@ def test_leaderboard_ranks_and_tracks_best_so_far(results_dir):
     results.append(leaderboard_path(), {"task": "gemv", "gpu": "NVIDIA H100", "shapes": "contest", "version": "v0",
                                         "geomean_ns": 1e6, "when": "2026-11-04", "sha256": "cd" * 32})
     df = standings("gemv", timing="legacy").table
-    h200 = df[df["gpu"] == "NVIDIA H200"].set_index("version")
-    assert list(h200.sort_values("rank").index) == ["v1", "v2", "v0"]
+    h200 = df[df["gpu"] == "NVIDIA H200"].set_index("try")
+    assert list(h200.sort_values("rank").index) == ["v1@abababa", "v2@abababa", "v0@abababa"]  # no longer the files
     assert list(h200.sort_values("when")["best so far µs"]) == [900.0, 300.0, 300.0]
     assert df[df["gpu"] == "NVIDIA H100"]["rank"].tolist() == [1]
 

@@ -30,7 +30,7 @@ from rich.table import Table
 
 from .. import device, results
 from ..paths import ROOT
-from ..protocol import NEEDS_GPU, brief
+from ..protocol import GPU_SKIP, brief, needs_a_gpu
 from ..rules import DEFAULT_TIMING
 from ..views.lineage import unmeasured
 from ..views.lineage import versions as lineage_versions
@@ -238,11 +238,8 @@ def judge(job: SweepJob, lane: str, returncode: int, stdout: str, stderr: str, w
         attempt.message = f"its worker crashed: {brief(crashed['message'])}"
     elif returncode == 0 and all(s["passed"] for s in summaries):
         attempt.status = "pass"
-    elif attempt.records and all(NEEDS_GPU in r["message"] and not (r.get("gpu") or {}).get("cc")
-                                 for r in attempt.records if r["status"] != "pass"):
-        # the worker's words, believed only where the evaluator ran without a GPU (its records name no compute
-        # capability): on a GPU a file that says it needs one has failed
-        attempt.status, attempt.message = "skipped", "skipped: needs a GPU"
+    elif attempt.records and all(needs_a_gpu(r) for r in attempt.records if r["status"] != "pass"):
+        attempt.status, attempt.message = "skipped", f"skipped: {GPU_SKIP}"
     else:
         attempt.status = "fail"
         bad = next((r for r in attempt.records if r["status"] != "pass"), None)
