@@ -404,7 +404,8 @@ def fastest_line(view, asked: bool) -> str:
     if (view.scope.gpu, view.scope.kind) == (here, kind):
         return said + (". Stored runs only nominate: `submit --best` measures the fastest tries that can run again, "
                        "interleaved, before it picks one.")
-    mine = "" if asked else f" This machine ({here}) has no runs of {view.scope.task} yet: these are {view.scope.gpu}'s."
+    mine = "" if asked else (f" This machine ({here}) has no runs of {view.scope.task} yet: these are "
+                             f"{view.scope.gpu}'s.")
     shape_set = "smoke" if kind == "smoke" else "contest"
     return said + f".{mine} `submit --best` nominates from this machine's runs ({here}, {shape_set} shapes)."
 
@@ -661,7 +662,8 @@ def merge(source):
     base = results.results_dir().parent
     out.print(f"merged from {source}:", highlight=False, markup=False)
     for merged in done.files:
-        into = ", ".join(f"{plural(n, 'new record')} into {shown_path(target, base)}" for target, n in merged.added.items())
+        into = ", ".join(f"{plural(n, 'new record')} into {shown_path(target, base)}"
+                         for target, n in merged.added.items())
         out.print(f"  {merged.source}: {plural(merged.records, 'record')}; {into or 'nothing new'}", highlight=False,
                   markup=False)
     if done.left_out:

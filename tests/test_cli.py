@@ -251,7 +251,8 @@ def test_a_run_in_flight_says_that_its_standing_evaluator_stopped(results_dir):
             server.kill()
             server.wait()
     assert hung.returncode == 143, said
-    assert "the standing evaluator (run.py serve) stopped during this run, and the run with it" in " ".join(said.split())
+    said = " ".join(said.split())
+    assert "the standing evaluator (run.py serve) stopped during this run, and the run with it" in said
     assert "the runs in flight with it" in log.read_text()
 
 

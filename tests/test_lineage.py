@@ -71,7 +71,7 @@ def test_submit_best_then_leaderboard_on_cpu(results_dir):
     timing = timing_of(results.read(results_dir / "gemv.jsonl")[0])
     out = cli("submit", "--task", "gemv", "--best", "--timing", timing)
     assert out.returncode == 0, out.stderr
-    assert "best stored versions of gemv on cpu" in out.stderr and ": v0" in out.stderr
+    assert "fastest stored tries of gemv on cpu" in out.stderr and ": v0" in out.stderr
     assert "popcorn-cli submit --gpu B200 --leaderboard nvfp4_gemv --mode leaderboard" in out.stdout
     entry = results.read(results_dir / "leaderboard.jsonl")[0]
     source = (ROOT / "submissions" / "gemv" / "v0.py").read_text()

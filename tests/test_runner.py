@@ -141,7 +141,8 @@ def test_merge_takes_a_tar_of_a_whole_results_folder(results_dir, tmp_path):
     assert [(m.source, m.records, sum(m.added.values())) for m in done.files] == [
         ("results/gemv.jsonl", 1, 1), ("results/local/gemv.jsonl", 1, 1)]
     assert done.left_out == ["results/h200/notes_2026-11-26/runs_1a2b3c4.jsonl"]
-    assert results.read(results_dir / "gemv.jsonl") == [gpu] and results.read(results_dir / "local" / "gemv.jsonl") == [cpu]
+    assert results.read(results_dir / "gemv.jsonl") == [gpu]
+    assert results.read(results_dir / "local" / "gemv.jsonl") == [cpu]
     again = results.merge_from(tmp_path / "results.tgz", results_dir)
     assert [sum(m.added.values()) for m in again.files] == [0, 0]  # each record once
     assert not list(results_dir.rglob("runs_*.jsonl"))

@@ -400,17 +400,17 @@ def check_names(task: str, names: list[str], scope: Scope, df: pd.DataFrame) -> 
 # diff's numbers per version and shape: the JSON's key, and the table's column after the version's name
 # (×first reads ×<the first try named>: the tries' own ratio where a try has no parent or v0, as `diff --measure`'s)
 DIFF_COLUMNS = {"mean_ns": "mean µs", "median_ns": "median µs", "speedup_vs_first": "×first",
-                "speedup_vs_parent": "×parent", "speedup_vs_v0": "×v0", "sol_multiple": "×SOL", "host_ns": "host µs",
-                "host_bound": "host-bound"}
+                "speedup_vs_parent": "×parent", "speedup_vs_v0": "×v0", "sol_multiple": "×SOL",
+                "host_ns": "host µs", "host_bound": "host-bound"}
 
 
 def per_shape_table(task: str, names: list[str], gpu: str | None = None, timing: str = DEFAULT_TIMING,
                     kind: str | None = "benchmarks") -> View:
     """Per shape and try named (a version, a file, name@hash: tries.pick): mean and median (each the median
     over runs), ×first (the first try named, against every later one), ×parent, ×v0 (each against that version's
-    current content, or its newest try with runs here) and ×SOL on the scope's statistic, and host time per call and a host-bound flag where the records carry
-    them; then the geomean over shapes of each number. The body holds them per shape as a list of tries
-    (docs/json.md), the table as a column per try and number, with a geomean row."""
+    current content, or its newest try with runs here) and ×SOL on the scope's statistic, and host time per call and
+    a host-bound flag where the records carry them; then the geomean over shapes of each number. The body holds them
+    per shape as a list of tries (docs/json.md), the table as a column per try and number, with a geomean row."""
     scope, df = scoped(task, gpu, timing, kind)
     every = benchmark_records(task, scope.kind)
     present = set(df["version"])

@@ -72,7 +72,8 @@ def throttled(record: dict) -> list:
 def benchmark_table(summary: RunSummary) -> Table:
     sub = summary.submission
     gpu = summary.device.get("name", "?")
-    table = tables.table(f"{sub.task} {sub.version} — {summary.mode} on {gpu}, {summary.timing} timing (times in µs)")
+    table = tables.table(f"{sub.task} {sub.version} — {summary.mode} on {gpu}, {summary.timing} timing "
+                         f"(times in µs)")
     cols = ["#", "shape", "status", "mean", "± err", "best", "median", "runs", "host", "SOL", "×SOL", "% meas. peak",
             "B200 SOL", "first call ms"]
     for col in cols:
