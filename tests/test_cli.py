@@ -201,7 +201,9 @@ def test_a_file_that_does_not_parse_starts_no_worker_and_stores_nothing(results_
     bad.write_text("#!POPCORN leaderboard nvfp4_gemv\ndef custom_kernel(data:\n    return data\n")
     started = time.monotonic()
     proc = run(str(bad), "--json")
-    assert proc.returncode == 1 and "my_kernel.py:2: does not parse" in json.loads(proc.stdout)["error"]
+    said = json.loads(proc.stdout)  # {"error": ...}, not the run's summaries
+    assert isinstance(said, dict) and "my_kernel.py:2: does not parse" in said["error"], said
+    assert proc.returncode == 1
     assert "nothing was run, no record stored" in proc.stderr and "Traceback" not in proc.stderr
     assert time.monotonic() - started < 60 and not results_dir.exists()
     assert "torch" not in proc.stderr
