@@ -194,23 +194,24 @@ def test_a_run_names_its_sandbox_once_unwrapped_and_only_unusual_startup_hooks(t
     assert "sandbox: none: --unconfined: records unprotected" in said
 
 
-def test_a_file_that_does_not_parse_starts_no_worker_and_stores_nothing(results_dir, tmp_path):
+def test_a_file_that_does_not_parse_starts_no_worker_and_stores_nothing(results_dir, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    import run as run_py
     from harness.precheck import syntax_error
     from harness.sweep import lanes
+    started = []
+    monkeypatch.setattr(run_py, "start_spares", lambda *args: started.append(args))
     bad = tmp_path / "my_kernel.py"
     bad.write_text("#!POPCORN leaderboard nvfp4_gemv\ndef custom_kernel(data:\n    return data\n")
-    started = time.monotonic()
-    proc = run(str(bad), "--json")
-    said = json.loads(proc.stdout)  # {"error": ...}, not the run's summaries
-    assert isinstance(said, dict) and "my_kernel.py:2: does not parse" in said["error"], said
-    assert proc.returncode == 1
-    assert "nothing was run, no record stored" in proc.stderr and "Traceback" not in proc.stderr
-    assert time.monotonic() - started < 60 and not results_dir.exists()
-    assert "torch" not in proc.stderr
+    out = CliRunner().invoke(run_py.cli, [str(bad)])
+    said = " ".join(out.stderr.split())
+    assert out.exit_code == 1 and "my_kernel.py:2: does not parse ('(' was never closed)" in said, out.output
+    assert "nothing was run, no record stored" in said and started == [] and not results_dir.exists()
     bad.write_text("return 1\n")  # the compiler's error, not the parser's
     assert "'return' outside function" in syntax_error(bad).why
-    job = lanes.SweepJob("gemv", str(bad), attempts=1)  # in a sweep: the file's verdict, not a lost job to retry
-    judged = lanes.judge(job, "cpu0", 1, proc.stdout, proc.stderr, 1.0)
+    job = lanes.SweepJob("gemv", str(bad), attempts=1)  # in a sweep (run.py --json): the file's verdict, not a lost job
+    judged = lanes.judge(job, "cpu0", 1, json.dumps({"error": f"{bad.name}:1: does not parse"}), "", 1.0)
     assert (judged.status, judged.lost) == ("fail", False) and "does not parse" in judged.message
 
 
