@@ -5,10 +5,9 @@ device machines).
 Only an evaluator forked from a standing one (harness.evaluator.server) turns this on (`enable`). The child becomes
 what the fresh interpreter would be when the worker's main starts: a session of its own, stdin from /dev/null,
 stdout and stderr into the evaluator's pipe, the worker's environment and the repository as its folder, default
-signal handlers and none of the evaluator's exit handlers. It keeps no descriptor of the evaluator's but the ones it
-is passed (the channel, the hold's flag): not the standing evaluator's socket, not the connection to the command
-line that asked for the run, not the terminal; and no other worker's hold flag is mapped into it (the supervisor
-maps each with MADV_DONTFORK).
+signal handlers and none of the evaluator's exit handlers. It keeps no descriptor of the evaluator's but the one it
+is passed (the channel): not the standing evaluator's socket, not the connection to the command line that asked for
+the run, not the terminal.
 
 The child also holds a copy of the evaluator's memory as it was at the fork. So the evaluator forks only before it
 has drawn a secret (harness.evaluator.seeds.drawn) and before this process has started the CUDA driver, which does

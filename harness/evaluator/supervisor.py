@@ -13,7 +13,6 @@ however fast they fork. The worker's stdout and stderr are drained by a thread a
 """
 import atexit
 import ctypes
-import mmap
 import os
 import signal
 import socket
@@ -165,36 +164,31 @@ class WorkerProcess:
         self.preexisting = {identity(pid) for pid in _children()}
         ours, theirs = socket.socketpair()
         self.fd = ours.detach()
-        flag_fd = os.memfd_create("nvfp4-arena-hold", os.MFD_CLOEXEC)
-        os.ftruncate(flag_fd, 4096)
-        self.flag = mmap.mmap(flag_fd, 4096)
-        self.flag.madvise(mmap.MADV_DONTFORK)  # a worker forked later does not map this worker's flag
         env, writable, self.scratch = worker_environment([path])
-        args = ["--task", task, "--channel", str(theirs.fileno()), "--flag", str(flag_fd), "--parent", str(os.getpid()),
+        args = ["--task", task, "--channel", str(theirs.fileno()), "--parent", str(os.getpid()),
                 *[f"--writable={w}" for w in writable], *([] if confined else ["--unconfined"]), "--", str(path)]
         self.ready = False  # said "ready": it reads the channel, so it can be asked to leave
         self.listed = False  # its processes are its cgroup's (descendants)
         self.cgroup = WorkerCgroup.create()  # the worker moves in before it imports anything of the file (it
         # waits for "load" first)
         if forked.possible():
-            self.process = forked.start(args, env, (theirs.fileno(), flag_fd))
+            self.process = forked.start(args, env, (theirs.fileno(),))
         else:
             self.process = subprocess.Popen([sys.executable, "-m", "harness.worker", *args], cwd=ROOT, env=env,
-                                            pass_fds=(theirs.fileno(), flag_fd), stdin=subprocess.DEVNULL,
+                                            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
                                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
         if self.cgroup and not self.cgroup.add(self.process.pid):
             self.cgroup = None
         self.identity = identity(self.process.pid)
         theirs.close()
-        os.close(flag_fd)
         _LIVE.add(self)
         self.reader = channel.Reader(self.fd)
         self.output = _Output(self.process.stdout)
         self.output.start()
 
     def wait_ready(self):
-        """The worker's "ready": its interpreter, torch and CUDA context up, confined; its sandbox and the hold's
-        timeout as it reported them."""
+        """The worker's "ready": its interpreter, torch and CUDA context up, confined; its sandbox and the contest
+        clear's duration as it reported them."""
         ready = self.expect(("ready",), time.monotonic() + self.timeout_s + STARTUP_GRACE_S)
         self.ready = True
         self.sandbox = str(ready.get("sandbox", "none: unreported")) + ("; its processes in a cgroup of their own"
@@ -231,10 +225,6 @@ class WorkerProcess:
         if message["kind"] == "fatal":
             raise Verdict("error", str(message.get("message", "the worker could not start")))
         raise Verdict("tampered", f"an unexpected '{message['kind']}' message arrived from the worker")
-
-    def release(self, value: int):
-        """Write the hold's flag in the page the worker's hold kernel polls."""
-        self.flag[0:4] = int(value).to_bytes(4, "little")
 
     def freeze(self, frozen: bool) -> None:
         """Stop the worker and every process it started (SIGSTOP), or let them go on (SIGCONT): a worker waiting
