@@ -349,6 +349,14 @@ def view_options(command):
                                       "(default: the GPU with the most runs).")(command)
 
 
+def asked_timing(timing: str) -> str | None:
+    """--timing as given, or None where its default stands: `list` and `diff` then read the default method, or where
+    their scope has no runs of it, the method its runs have (lineage.scoped), and say which."""
+    from click.core import ParameterSource
+    given = click.get_current_context().get_parameter_source("timing") is not ParameterSource.DEFAULT
+    return timing if given else None
+
+
 def emit_json(data) -> None:
     from harness.views import report
     click.echo(report.dumps(data))
@@ -371,11 +379,14 @@ def list_versions(task, gpu, timing, as_json, smoke):
     """The lineage ranked by the median over each version's runs: runs, spread, geomean, ×SOL, ×parent."""
     from harness.views import report
     from harness.views.lineage import lineage_table, plural
-    view = answer(lineage_table, task, gpu, timing, "smoke" if smoke else None)
+    view = answer(lineage_table, task, gpu, asked_timing(timing), "smoke" if smoke else None)
     if as_json:
         return emit_json(view.as_json())
     out = report.console()
     out.print(frame_table(view.table, view.scope.title(f"lineage ({plural(view.scope.runs, 'run')})")))
+    if view.scope.timing != timing:
+        out.print(f"no {timing}-timed runs here: these are {view.scope.timing}-timed (--timing names a method)",
+                  style="dim", highlight=False, markup=False)
     for row in view.body["rows"]:
         if row["last_failure"]:
             f = row["last_failure"]
@@ -427,6 +438,7 @@ def diff(task, all_versions, gpu, timing, as_json, smoke, measure, rounds, shape
     from harness.views import report
     from harness.views.lineage import lineage_table, per_shape_table, per_shape_table_found, plural
     kind = "smoke" if smoke else None
+    timing = asked_timing(timing)
     if all_versions:
         table = answer(lineage_table, task, gpu, timing, kind).table
         names = list(table[table["runs"] > 0]["version"])

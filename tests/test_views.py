@@ -128,7 +128,7 @@ def test_views_compare_one_timing_method_and_name_the_others(results_dir):
                                                                               timing="legacy"))
     with pytest.raises(ViewError, match=r"no arena-timed runs of gemv on NVIDIA H200; stored: legacy \(2 runs\)"):
         lineage_table("gemv")
-    out = cli("list", "--task", "gemv")
+    out = cli("list", "--task", "gemv", "--timing", "arena")
     assert out.returncode == 1 and "pass --timing legacy" in flat(out.stderr)
     store(results_dir, run("gemv", "v1", "c", [50] * 3, timing="contest"))
     legacy = lineage_table("gemv", timing="legacy").table.set_index("version")
@@ -586,3 +586,23 @@ def test_list_says_a_gpu_only_file_was_skipped_and_cuts_messages_at_a_word(resul
     assert cut.endswith("wordy…") and len(cut) <= 200 and rows["v2"]["last_failure"]["status"] == "error"
     store(results_dir, [{**failed, "gpu": {"name": H200, "cc": "9.0"}}])  # said on a GPU: the file's words, no fact
     assert lineage.last_failures("gemv", H200, ["v1"])["v1"]["status"] == "error"
+
+
+def test_list_and_diff_read_the_older_method_where_a_scope_has_none_of_the_default(results_dir, monkeypatch):
+    """A fresh clone holds only arena runs from before the evaluator's clock (arena-worker): without --timing, list and
+    diff show them and say so; --timing arena asked for them explicitly is still an error that names what is stored."""
+    from click.testing import CliRunner
+
+    from run import cli as main
+    store(results_dir, [{**r, "schema": 7} for r in run("gemv", "v0", "a", [400] * 3)
+                        + run("gemv", "v1", "b", [100] * 3)])
+    monkeypatch.setattr(lineage, "this_machine", lambda: ("cpu", "smoke"))
+    view = lineage_table("gemv", timing=None, kind=None)
+    assert (view.scope.gpu, view.scope.timing, view.runs) == (H200, "arena-worker", {"v0": 1, "v1": 1})
+    with pytest.raises(ViewError, match="no arena-timed runs of gemv on NVIDIA H200; stored: arena-worker"):
+        lineage_table("gemv", kind=None)
+    listed = CliRunner().invoke(main, ["list", "--task", "gemv"])
+    assert listed.exit_code == 0 and "no arena-timed runs here: these are arena-worker-timed" in flat(listed.output)
+    compared = CliRunner().invoke(main, ["diff", "--task", "gemv", "v0", "v1", "--json"])
+    assert compared.exit_code == 0 and json.loads(compared.stdout)["timing"] == "arena-worker"
+    assert CliRunner().invoke(main, ["list", "--task", "gemv", "--timing", "arena"]).exit_code == 1

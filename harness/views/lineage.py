@@ -188,10 +188,11 @@ def complete_runs(df: pd.DataFrame, n_shapes: int) -> pd.DataFrame:
     return df[df["run_id"].isin(sizes[sizes == n_shapes].index)]
 
 
-def scoped(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMING,
+def scoped(task: str, gpu: str | None = None, timing: str | None = DEFAULT_TIMING,
            kind: str | None = "benchmarks") -> tuple[Scope, pd.DataFrame]:
     """The complete runs of one task on one GPU with one timing method, or a ViewError that says
-    which GPUs and methods are stored; kind None: default_scope's."""
+    which GPUs and methods are stored; kind None: default_scope's; timing None (none asked for): the default method,
+    or where the scope has no runs of it, the method most of its runs have (committed records of an older method)."""
     if kind is None:
         gpu, kind = default_scope(task, gpu)
     shape_set = "contest" if kind == "benchmarks" else "smoke"
@@ -201,10 +202,13 @@ def scoped(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMING,
                         f"(CPU runs: in {results_dir() / LOCAL}): "
                         f"run benchmark mode on some versions first{smoke_hint(task, gpu, kind)}")
     try:
-        gpu = pick_gpu(df, gpu, timing)
+        gpu = pick_gpu(df, gpu, timing or DEFAULT_TIMING)
     except ViewError as exc:
         raise ViewError(f"{exc}{smoke_hint(task, gpu, kind)}") from None
     on_gpu = df[df["gpu"] == gpu]
+    if timing is None:
+        methods = on_gpu.groupby("timing")["run_id"].nunique().sort_values(ascending=False, kind="stable")
+        timing = DEFAULT_TIMING if DEFAULT_TIMING in methods.index or methods.empty else methods.index[0]
     picked = on_gpu[on_gpu["timing"] == timing]
     if picked.empty:
         other = on_gpu["timing"].value_counts().index[0]
@@ -313,7 +317,7 @@ def other_timings(every: pd.DataFrame, scope: Scope, names: list[str]) -> dict:
     return {name: run_counts(runs, "timing") for name, runs in here.groupby("version")}
 
 
-def lineage_table(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMING,
+def lineage_table(task: str, gpu: str | None = None, timing: str | None = DEFAULT_TIMING,
                   kind: str | None = "benchmarks") -> View:
     """Every lineage version, then every other try with runs (a version's earlier contents after it, a
     name's tries newest first): parent, idea, runs, geomean, the spread of its runs, rank, ×SOL and
@@ -404,7 +408,7 @@ DIFF_COLUMNS = {"mean_ns": "mean µs", "median_ns": "median µs", "speedup_vs_fi
                 "host_ns": "host µs", "host_bound": "host-bound"}
 
 
-def per_shape_table(task: str, names: list[str], gpu: str | None = None, timing: str = DEFAULT_TIMING,
+def per_shape_table(task: str, names: list[str], gpu: str | None = None, timing: str | None = DEFAULT_TIMING,
                     kind: str | None = "benchmarks") -> View:
     """Per shape and try named (a version, a file, name@hash: tries.pick): mean and median (each the median
     over runs), ×first (the first try named, against every later one), ×parent, ×v0 (each against that version's
@@ -452,7 +456,7 @@ def per_shape_table(task: str, names: list[str], gpu: str | None = None, timing:
     return View(scope, body, diff_frame(rows, geo, names), {name: int(runs[name]) for name in names})
 
 
-def per_shape_table_found(task: str, names: list[str], timing: str = DEFAULT_TIMING,
+def per_shape_table_found(task: str, names: list[str], timing: str | None = DEFAULT_TIMING,
                           kind: str | None = None) -> View:
     """per_shape_table where no GPU was named: in the default scope (default_scope's where kind is None), or else on
     the first GPU and case kind whose runs hold every named try, this machine's kind first, so that a file run only
