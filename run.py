@@ -79,12 +79,17 @@ def refuse_unparsable(sub) -> None:
 
 
 def show_precheck(sub, console) -> list:
+    """The pre-check's findings, the file named as its author knows it (a past try run from its kept copy, which is
+    named by its hash: its name)."""
+    from harness import sources
     from harness.precheck import scan
     findings = scan(sub.path)
+    name = f"{sub.version}'s kept copy" if sub.path.resolve().parent == sources.folder().resolve() else sub.path.name
     if not findings:
-        console.print(f"static pre-check of {sub.path.name}: no known cheat patterns found", style="dim")
+        console.print(f"static pre-check of {escape(name)}: no known cheat patterns found", style="dim",
+                      highlight=False)
     for f in findings:
-        console.print(f"[yellow]pre-check warning[/] {escape(sub.path.name)}:{f.line}: {escape(f.why)}: "
+        console.print(f"[yellow]pre-check warning[/] {escape(name)}:{f.line}: {escape(f.why)}: "
                       f"[dim]{escape(f.text)}[/]", highlight=False)
     return findings
 

@@ -82,9 +82,10 @@ def repo_state(root: Path) -> dict:
 
 
 def repo_path(path) -> str:
-    """A submission's path inside the repository when it lives there, else as given."""
+    """A submission's path inside the repository when it lives there, else its whole path (a try named later, from
+    another folder, is found in its file while that holds its code: harness.views.tries.locate)."""
     resolved = Path(path).resolve()
-    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(resolved)
 
 
 def now() -> str:

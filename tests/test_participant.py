@@ -67,6 +67,7 @@ def test_a_participant_runs_edits_compares_submits_and_merges(tmp_path):
     assert f"my_kernel@{second[:7]} ×my_kernel@{first[:7]}" in " ".join(compared.split())
 
     submitted = run("submit", "--task", "gemv", "--best", "--rounds", "3", "--json")
+    assert "static pre-check of my_kernel.py:" in submitted.stderr  # its file, recorded whole, still holds its code
     answer = json.loads(submitted.stdout)
     assert answer["decision"]["winner"] == f"my_kernel@{second[:7]}", submitted.stderr
     assert answer["entry"]["version"] == "my_kernel"

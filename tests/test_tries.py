@@ -117,6 +117,9 @@ def test_a_hash_prefix_must_pick_exactly_one_try(results_dir):
 
 
 def test_a_past_try_runs_again_from_its_kept_copy(results_dir, tmp_path):
+    from rich.console import Console
+
+    import run as run_py
     path = tmp_path / "my_gemv.py"
     path.write_text("# first\n")
     first = tries.code_of(path)
@@ -126,6 +129,9 @@ def test_a_past_try_runs_again_from_its_kept_copy(results_dir, tmp_path):
     sub = tries.resolve(f"my_gemv@{first[:4]}", "gemv", leaderboards())
     assert sub.version == "my_gemv" and sub.sha256 == first and sub.path.read_text() == "# first\n"
     assert sub.path != path  # the file itself holds the second content now
+    console = Console(record=True, width=200)
+    run_py.show_precheck(sub, console)  # the copy is named by its hash: the run names it by the try's name
+    assert console.export_text().startswith("static pre-check of my_gemv's kept copy: ")
     sources.folder().joinpath(f"{first}.py").unlink()
     with pytest.raises(SubmissionError, match="no copy of it was kept"):
         tries.resolve(f"my_gemv@{first[:4]}", "gemv", leaderboards())
