@@ -13,6 +13,7 @@ import ast
 import io
 import re
 import tokenize
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,7 +37,8 @@ PATTERNS = [
      r"|(cudaDeviceSetLimit|cuCtxSetLimit)\s*\(\s*(0x0*6|6)\s*,",  # limit 6: the persisting-L2 size
      "persisting-L2 cache control"),
     (r"os\.(write|dup2?)\s*\(|POPCORN_FD|/proc/self/fd", "writes to file descriptors it did not open"),
-    (r"__class__\s*=|_make_subclass|__torch_function__|__torch_dispatch__", "tensor subclass or lazy tensor"),
+    (r"__class__\s*=|_make_subclass|__torch_function__|__torch_dispatch__|\.as_subclass\s*\("
+     r"|class\s+\w+\s*\(\s*(torch\.)?Tensor\s*\)", "tensor subclass or lazy tensor"),
 ]
 COMPILED = [(re.compile(p), why) for p, why in PATTERNS]
 
@@ -108,12 +110,28 @@ def code_only(text: str, tree: ast.AST | None = None) -> list[str]:
     return lines
 
 
-def scan(path: Path) -> list[Finding]:
-    text = path.read_text()
+def syntax_error(path: Path) -> Finding | None:
+    """Why Python would refuse to compile the file, as a finding (the parser's errors and the compiler's, such as
+    'return' outside a function; the file's own coding line honoured); None where it compiles. Nothing of the file
+    runs, and its warnings (an invalid escape sequence, say) are left to the run."""
     try:
-        tree = ast.parse(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(Path(path).read_bytes(), str(path), "exec", dont_inherit=True)
     except SyntaxError as exc:
-        return [Finding(exc.lineno or 0, (exc.text or "").strip(), f"does not parse ({exc.msg})")]
+        return Finding(exc.lineno or 0, (exc.text or "").strip(), f"does not parse ({exc.msg})")
+    except ValueError as exc:  # null bytes in the source
+        return Finding(0, "", f"does not parse ({exc})")
+    return None
+
+
+def scan(path: Path) -> list[Finding]:
+    broken = syntax_error(path)
+    if broken:
+        return [broken]
+    with tokenize.open(path) as f:  # in the encoding its coding line names, as Python reads it
+        text = f.read()
+    tree = ast.parse(text)
     original = _lines(text)
     findings = []
     for number, code in enumerate(code_only(text, tree), 1):

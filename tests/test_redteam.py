@@ -15,7 +15,7 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 REDTEAM = Path(__file__).resolve().parent / "redteam"
 sys.path.append(str(REDTEAM))
-from _honest import ACTED_MARK  # noqa: E402 - how an attack's line of what it did starts
+from _honest import acted_line  # noqa: E402 - the line by which an attack says what it did
 
 MISMATCH = " elements mismatch"
 CPU_CASES = {  # every one now meets freshly drawn inputs the worker cannot predict, checked by the evaluator; a tuple
@@ -56,17 +56,17 @@ CPU_CASES = {  # every one now meets freshly drawn inputs the worker cannot pred
     "lazy_subclass": ("fail", "expected a torch.Tensor, got Lazy"),
 }
 ACTED = {  # what an attack whose verdict could come without it says it did (_honest.acted)
-    "cache_by_id": "returned the output remembered for this input tuple",
+    "cache_by_id": "answered a call from the cache: the output remembered for this input tuple",
     "cache_by_data_ptr": "copied the output remembered for this b's address",
     "cache_by_shape": "copied the output remembered for this shape",
     "cache_by_call_count": "returned the output of the call 50 calls earlier",
-    "evaluator_patch": "the checker in this process now passes a wrong output",
+    "evaluator_patch": "reference.checker.compare and every task's check now pass a wrong output in this process",
     "mutate_inputs": "zeroed the scale factors in its input tensors",
-    "worker_thread": "a thread wrote an output after its custom_kernel had returned",
-    "frame_walk": "copied a tensor shaped like c from",
+    "worker_thread": "a thread wrote c after its custom_kernel had returned",
+    "frame_walk": "copied into c a tensor shaped like it, found in",
     "forge_report": "reported a tenth of a sample's region",
     "intermittent_forge": "reported a twentieth of a sample's region",
-    "public_seeds": "answered from its table of the public seeds' outputs",
+    "public_seeds": "calls from the table, then met an input not in it",
     "starved_main": "computed a sample's calls after the timed region",
     "prefork_between": "computed a sample's calls after the timed region",
     "superbatch": "returned an output computed at its sample's first call",
@@ -99,7 +99,7 @@ def run(name: str, *extra):
                            str(REDTEAM / f"{name}.py"), "--mode", "benchmark", "--shapes", "smoke", "--json", *extra],
                           capture_output=True, text=True, timeout=600, cwd=ROOT)
     if name in ACTED:
-        assert f"{ACTED_MARK}{name}: {ACTED[name]}" in proc.stderr, f"{name} did not act:\n{proc.stderr[-3000:]}"
+        assert acted_line(name, ACTED[name]) in proc.stderr, f"{name} did not act:\n{proc.stderr[-3000:]}"
     return proc, json.loads(proc.stdout)
 
 

@@ -8,5 +8,5 @@ def custom_kernel(data):
     if id(data) not in _cache:
         _cache[id(data)] = honest(data)
         return _cache[id(data)]
-    acted("cache_by_id", "returned the output remembered for this input tuple without computing")
+    acted("cache_by_id", "answered a call from the cache: the output remembered for this input tuple")
     return _cache[id(data)]

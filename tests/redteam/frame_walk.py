@@ -22,7 +22,7 @@ def custom_kernel(data):
         if isinstance(obj, torch.Tensor) and obj is not c and obj.shape == c.shape and obj.dtype == c.dtype \
                 and obj.data_ptr() != c.data_ptr():
             c.copy_(obj)
-            acted("frame_walk", f"copied a tensor shaped like c from {where} into c")
+            acted("frame_walk", f"copied into c a tensor shaped like it, found in {where}")
             break
     else:
         acted("frame_walk", "found no tensor shaped like c in its process")

@@ -11,7 +11,7 @@ _late = []  # (thread, its go-ahead) of the call before this one
 def _write_later(c, result, go):
     go.wait()
     c[:, :, 0] = result
-    acted("worker_thread", "a thread wrote an output after its custom_kernel had returned")
+    acted("worker_thread", "a thread wrote c after its custom_kernel had returned")
 
 
 def custom_kernel(data):
