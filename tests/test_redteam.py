@@ -55,7 +55,7 @@ CPU_CASES = {  # every one now meets freshly drawn inputs the worker cannot pred
     "prefork_between": ("tampered", "the evaluator's clock saw"),  # children's CPU and SCHED_IDLE: no credit
     "lazy_subclass": ("fail", "expected a torch.Tensor, got Lazy"),
 }
-ACTED = {  # what an attack whose verdict could come without it says it did (_honest.acted)
+ACTED = {  # how the line starts by which an attack whose verdict could come without it says what it did (_honest.acted)
     "cache_by_id": "answered a call from the cache: the output remembered for this input tuple",
     "cache_by_data_ptr": "copied the output remembered for this b's address",
     "cache_by_shape": "copied the output remembered for this shape",
@@ -66,7 +66,7 @@ ACTED = {  # what an attack whose verdict could come without it says it did (_ho
     "frame_walk": "copied into c a tensor shaped like it, found in",
     "forge_report": "reported a tenth of a sample's region",
     "intermittent_forge": "reported a twentieth of a sample's region",
-    "public_seeds": "calls from the table, then met an input not in it",
+    "public_seeds": "answered",  # how many calls its table answered before the first it could not
     "starved_main": "computed a sample's calls after the timed region",
     "prefork_between": "computed a sample's calls after the timed region",
     "superbatch": "returned an output computed at its sample's first call",

@@ -114,7 +114,7 @@ def test_a_process_that_keeps_changing_its_pid_does_not_outlive_the_run(results_
                            str(ROOT / "tests" / "redteam" / "pid_hopper.py"), "--mode", "test", "--case", "0", "--json"],
                           capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
     assert [r["status"] for r in json.loads(proc.stdout)[0]["records"]] == ["pass", "pass"], proc.stderr
-    assert "pid_hopper: its hopper started" in proc.stderr and "started, waiting for worker" in log.read_text()
+    assert "[pid_hopper] its hopper started" in proc.stderr and "started, waiting for worker" in log.read_text()
     time.sleep(0.5)
     assert not live_processes_running(str(log)), "the hopper outlived the run"
 
@@ -131,7 +131,7 @@ def test_a_process_cannot_leave_the_worker_cgroup_nor_outlive_it_as_a_zombie_lea
                            "--json"], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
     records = json.loads(proc.stdout)[0]["records"]
     assert [r["status"] for r in records] == ["pass", "pass"], proc.stderr
-    assert "cgroup_escape: its child's thread runs" in proc.stderr, proc.stderr[-2000:]
+    assert "[cgroup_escape] its child's thread runs" in proc.stderr, proc.stderr[-2000:]
     if landlock_available():
         assert "clone3 refused" in records[0]["sandbox"]
         assert "refused too, forking instead" in log.read_text()
@@ -220,7 +220,7 @@ def test_a_process_at_a_reused_pid_is_still_the_workers_stray(results_dir):
                            str(ROOT / "tests" / "redteam" / "pid_reuse.py"), "--shapes", "smoke", "--case", "0",
                            "--json", "--no-record"], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert [s["mode"] for s in json.loads(proc.stdout)] == ["test", "benchmark"], proc.stderr[-2000:]
-    assert "pid_reuse: an orphan runs at the test worker's old pid" in proc.stderr, proc.stderr[-2000:]
+    assert "[pid_reuse] an orphan runs at the test worker's old pid" in proc.stderr, proc.stderr[-2000:]
     time.sleep(1)
     assert live_processes_running("pid_reuse.py") == []
 
