@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fixtures_serve import Standing, redteam_log, standing  # noqa: F401 - standing: a fixture
 from harness.evaluator import server
 from harness import forward
 from harness.peers import Peer
@@ -135,57 +136,6 @@ def test_a_listener_more_confined_than_its_parent_is_refused_by_a_command_line_a
     assert said.stdout.strip() == "the process at the other end is confined as a worker is", said.stderr
 
 
-class Standing:
-    """`run.py serve` under a name of its own, and command lines that reach it."""
-
-    def __init__(self, root: Path, env: dict):
-        self.root, self.env = root, env
-        self.log = open(env["NVFP4_ARENA_RESULTS"] + ".server.log", "w+")
-        self.proc = subprocess.Popen([sys.executable, str(root / "run.py"), "serve"], cwd=root, env=env,
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        self.wait_for("serving", 120)
-
-    def text(self) -> str:
-        self.log.flush()
-        return Path(self.log.name).read_text()
-
-    def wait_for(self, words: str, timeout: float, count: int = 1) -> None:
-        deadline = time.monotonic() + timeout
-        while self.text().count(words) < count:
-            assert self.proc.poll() is None and time.monotonic() < deadline, self.text()
-            time.sleep(0.1)
-
-    def run(self, *args, timeout=300, env=None) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(self.root / "run.py"), *args], capture_output=True, text=True,
-                              timeout=timeout, cwd=self.root, env=env or self.env)
-
-    def descendants(self) -> list[int]:
-        from harness.evaluator.supervisor import _parents
-        parents, ours = _parents(), {self.proc.pid}
-        while True:
-            grown = ours | {pid for pid, parent in parents.items() if parent in ours}
-            if grown == ours:
-                return sorted(ours - {self.proc.pid})
-            ours = grown
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self.log.close()
-
-
-@pytest.fixture
-def standing(results_dir):
-    env = {**os.environ, forward.ADDRESS_ENV: f"test-{uuid.uuid4().hex}"}
-    results_dir.mkdir(parents=True, exist_ok=True)
-    s = Standing(ROOT, env)
-    yield s
-    s.stop()
-
-
 @pytest.mark.slow
 def test_a_run_is_forked_and_gives_what_a_run_of_its_own_gives(standing, results_dir):
     served = standing.run("--task", "gemm", "--submission", "v0", "--shapes", "smoke", "--json")
@@ -244,8 +194,7 @@ def test_forked_workers_hold_what_fresh_ones_hold(standing):
 @pytest.mark.parametrize("sandbox,words", [([], "connect refused|confined as a worker is"),
                                            (["--unconfined"], "in a worker's cgroup|may not ask for runs")])
 def test_a_submission_cannot_have_a_run_started(standing, results_dir, sandbox, words):
-    log = Path("/dev/shm/redteam_server_request.log")
-    log.unlink(missing_ok=True)
+    log = redteam_log(REDTEAM / "server_request.py", "server_request")
     served = standing.run("--task", "gemm", "--submission", str(REDTEAM / "server_request.py"), "--mode", "test",
                           "--shapes", "smoke", "--case", "0", "--json", *sandbox)
     assert served.returncode == 0, served.stderr
@@ -316,8 +265,11 @@ def test_changed_code_is_not_served_and_the_server_starts_again(tmp_path, result
 
 @pytest.mark.slow
 def test_a_worker_that_takes_the_address_first_gets_no_command_line(results_dir):
-    log = Path("/dev/shm/redteam_server_squat.log")
-    log.unlink(missing_ok=True)
+    """tests/redteam/server_squat.py binds the address before any server does. In a network namespace of its own the
+    name is bound there alone, and a command line finds no listener; otherwise the command line finds the squatter,
+    refuses it as confined, and runs the job itself."""
+    from harness.evaluator.namespaces import CLONE_NEWNET, walls
+    log = redteam_log(REDTEAM / "server_squat.py", "server_squat")
     env = {**os.environ, forward.ADDRESS_ENV: f"test-{uuid.uuid4().hex}"}
     squatting = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
                                   str(REDTEAM / "server_squat.py"), "--mode", "test", "--shapes", "smoke", "--case",
@@ -334,6 +286,9 @@ def test_a_worker_that_takes_the_address_first_gets_no_command_line(results_dir)
     finally:
         squatting.kill()
         squatting.wait()
-    assert "not handing this run" in wrong.stderr and "confined as a worker is" in wrong.stderr, wrong.stderr
+    if walls().flags & CLONE_NEWNET:
+        assert "not handing this run" not in wrong.stderr, wrong.stderr
+    else:
+        assert "not handing this run" in wrong.stderr and "confined as a worker is" in wrong.stderr, wrong.stderr
     assert wrong.returncode == 1 and json.loads(wrong.stdout)[0]["records"][0]["status"] == "fail"
     assert "answered" not in log.read_text()

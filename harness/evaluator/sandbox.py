@@ -8,6 +8,8 @@
   repository, the results folder or the Python environment. The worker applies the rule itself before
   importing torch (harness.worker.confine). Until it imports its file, the worker's Triton cache is the hold cache
   (HOLD_CACHE, which it may not write), where the evaluator built the hold kernel (harness.hold).
+- `trim_build_cache(folder)`: a file's build cache over BUILD_CACHE_CAP after its worker ends is removed whole (its
+  next run builds again): one file cannot fill the disk run after run.
 - `startup_hooks()`: `.pth` files with code and sitecustomize/usercustomize modules on this interpreter's
   path: each runs in every Python process, the evaluator's included, so a run names them.
 """
@@ -26,6 +28,7 @@ from ..protocol import FILE_TRITON_CACHE
 
 BUILDS = Path.home() / ".cache" / "nvfp4-arena" / "builds"
 HOLD_CACHE = Path.home() / ".cache" / "nvfp4-arena" / "hold" / "triton"  # the evaluator's hold build (harness.hold)
+BUILD_CACHE_CAP = 8 << 30  # bytes a file's build cache may keep between its runs
 CACHE_FOLDERS = {"TORCH_EXTENSIONS_DIR": "torch_extensions", "TRITON_CACHE_DIR": "triton/cache", "TRITON_HOME": "triton",
                  "CUTE_DSL_CACHE_DIR": "cute_dsl", "CUDA_CACHE_PATH": "nv", "XDG_CACHE_HOME": "xdg"}
 
@@ -100,6 +103,28 @@ def worker_environment(paths: list) -> tuple[dict, list[str], Scratch]:
     env = {**os.environ, **caches, "TMPDIR": scratch.name, "PYTHONDONTWRITEBYTECODE": "1",
            "TRITON_CACHE_DIR": str(HOLD_CACHE), FILE_TRITON_CACHE: caches["TRITON_CACHE_DIR"]}
     return env, [scratch.name, str(folder)], scratch
+
+
+def folder_bytes(folder: Path) -> int:
+    """The bytes allocated to every file under `folder`, links not followed."""
+    total = 0
+    for top, _, names in os.walk(folder):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(top, name)).st_blocks * 512
+            except OSError:
+                continue
+    return total
+
+
+def trim_build_cache(folder: Path) -> str:
+    """Remove a build cache that holds more than BUILD_CACHE_CAP; what was done, as a sentence ('' where nothing)."""
+    held = folder_bytes(folder)
+    if held <= BUILD_CACHE_CAP:
+        return ""
+    shutil.rmtree(folder, ignore_errors=True)
+    return (f"removed the file's build cache {folder}: it held {held / (1 << 30):.1f} GiB, over the "
+            f"{BUILD_CACHE_CAP >> 30} GiB a file may keep; its next run builds again")
 
 
 def startup_hooks() -> list[str]:
