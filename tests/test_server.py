@@ -3,6 +3,7 @@ run of their own gives, signals reach them, nothing a run started can ask for a 
 import json
 import os
 import re
+import resource
 import shutil
 import signal
 import socket
@@ -153,6 +154,65 @@ def test_a_run_is_forked_and_gives_what_a_run_of_its_own_gives(standing, results
     other = standing.run("--task", "gemm", "--submission", "v0", "--mode", "test", "--shapes", "smoke", "--no-record",
                          env={**standing.env, "PYTHONFAULTHANDLER": "" if "PYTHONFAULTHANDLER" in os.environ else "1"})
     assert other.returncode == 0 and "its Python (executable or PYTHON* variables) is not" in other.stderr
+
+
+ONE_CPU = {min(os.sched_getaffinity(0))}
+DISTURBED = {  # what another process of the user may do to the standing evaluator's own process, by its pid
+    "limits": lambda pid: [resource.prlimit(pid, resource.RLIMIT_NOFILE, (48, 48)),
+                           resource.prlimit(pid, resource.RLIMIT_MEMLOCK, (0, 0))],
+    "nice": lambda pid: os.setpriority(os.PRIO_PROCESS, pid, 19),
+    "policy": lambda pid: os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0)),
+    "affinity": lambda pid: os.sched_setaffinity(pid, ONE_CPU),
+}
+
+
+NEEDS = {"limits": 24, "nice": 23, "policy": 23}  # the capability that takes each back: CAP_SYS_RESOURCE, CAP_SYS_NICE
+
+
+def capable(bit: int) -> bool:
+    with open("/proc/self/status") as f:
+        return bool(int(next(line.split()[1] for line in f if line.startswith("CapEff:")), 16) >> bit & 1)
+
+
+def own_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attribute", [*DISTURBED, "umask", "folder", "environment"])
+def test_a_served_run_starts_from_its_command_lines_state(attribute, results_dir):
+    """Whatever was done to the standing evaluator's own process (its limits lowered, reniced, SCHED_IDLE, one CPU) or
+    whatever it started with (another umask, folder and environment), a run it serves starts in the state its
+    command line is in, as a run of its own would: tests/submissions/reports_its_state.py prints what its worker got.
+    Where it may not take that state on (a hard limit lowered, without CAP_SYS_RESOURCE), it declines and the command
+    line runs it."""
+    env = {**os.environ, forward.ADDRESS_ENV: f"test-{uuid.uuid4().hex}", "REPORTED_MARKER": "the server's"}
+    results_dir.mkdir(parents=True, exist_ok=True)
+    s = Standing(ROOT, env, umask=0o077 if attribute == "umask" else None)
+    try:
+        if attribute in DISTURBED:
+            DISTURBED[attribute](s.proc.pid)
+        submissions = ROOT / "tests" / "submissions"
+        served = s.run("--task", "gemm", "--submission", "reports_its_state.py" if attribute == "folder" else
+                       str(submissions / "reports_its_state.py"), "--mode", "test", "--shapes", "smoke", "--case", "0",
+                       "--no-record", env={**env, "REPORTED_MARKER": "the command line's"},
+                       cwd=submissions if attribute == "folder" else None)
+        assert served.returncode == 0, served.stderr[-3000:]
+        state = json.loads(next(line[len("STATE "):] for line in served.stderr.splitlines()
+                                if line.startswith("STATE ")))
+        assert state["limits"] == {name: list(resource.getrlimit(getattr(resource, name))) for name in state["limits"]}
+        assert (state["policy"], state["priority"]) == (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)
+        assert state["nice"] == os.getpriority(os.PRIO_PROCESS, 0)
+        assert set(state["affinity"]) == os.sched_getaffinity(0)
+        assert state["umask"] == own_umask() != 0o077
+        assert state["marker"] == "the command line's"
+        declined = "did not take this run" in served.stderr
+        assert not declined or "may not take on the command line's" in served.stderr, served.stderr[-3000:]
+        assert declined == (attribute in NEEDS and not capable(NEEDS[attribute])), served.stderr[-3000:]
+    finally:
+        s.stop()
 
 
 def reports_of_its_processes(env) -> tuple[list[dict], set]:

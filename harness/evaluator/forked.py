@@ -125,6 +125,13 @@ def start(become) -> ForkedProcess:
     return ForkedProcess(pid, os.fdopen(read, "rb"))
 
 
+def close_all_but(keep: set) -> None:
+    """Close every descriptor of this process but those in `keep`."""
+    ordered = sorted(keep)
+    for low, high in zip([-1, *ordered], [*ordered, None]):
+        os.closerange(low + 1, high if high is not None else os.sysconf("SC_OPEN_MAX"))
+
+
 def fresh_signals_and_streams() -> None:
     """In a forked child, what a new interpreter starts with: Python's default signal handlers, and sys.stdin, stdout
     and stderr made anew over descriptors 0-2 (the parent's objects may hold its buffered output and its choices)."""
@@ -148,9 +155,7 @@ def worker(args: list[str], env: dict, pass_fds: tuple, fresh: bool):
         os.dup2(devnull, 0)
         os.dup2(output, 1)
         os.dup2(output, 2)
-        keep = sorted({0, 1, 2, *pass_fds})
-        for low, high in zip(keep, [*keep[1:], None]):
-            os.closerange(low + 1, high if high is not None else os.sysconf("SC_OPEN_MAX"))
+        close_all_but({0, 1, 2, *pass_fds})
         os.chdir(ROOT)
         if fresh:
             for fd in pass_fds:

@@ -29,6 +29,7 @@ to "off"), a worker starts without namespaces and the sandbox line says why (`wa
 """
 import ctypes
 import errno
+import functools
 import gc
 import json
 import os
@@ -39,6 +40,8 @@ import stat
 import subprocess
 import time
 from dataclasses import dataclass
+
+from .forked import close_all_but
 
 NAMESPACES_ENV = "NVFP4_ARENA_NAMESPACES"  # "off": workers start without namespaces of their own
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x08000000, 0x10000000, 0x20000000, \
@@ -159,12 +162,6 @@ class Refused(Exception):
     """The namespaces could not be set up for this worker."""
 
 
-def _close_all_but(keep) -> None:
-    keep = sorted({*keep})
-    for low, high in zip([-1, *keep], [*keep, None]):
-        os.closerange(low + 1, high if high is not None else os.sysconf("SC_OPEN_MAX"))
-
-
 class Contained:
     """A worker in namespaces of its own, as the supervisor uses a process: its pid (the worker's, in the evaluator's
     namespace), its output, poll, wait and kill; and `init`, `expose()`, `left` (what the init found in the private
@@ -245,9 +242,8 @@ def launch(flags: int, become, pass_fds: tuple, admit, private: list) -> Contain
     if keeper == 0:
         gc.disable()  # a collection could close a descriptor number this process has closed and reused
         try:
-            _keeper(flags, evaluator, report_w, lambda: _init(become, theirs, status_w, output_w, pass_fds, private,
-                                                                evaluator), {*pass_fds, output_w, status_w,
-                                                                             theirs.fileno()})
+            start_init = functools.partial(_init, become, theirs, status_w, output_w, pass_fds, private, evaluator)
+            _keeper(flags, evaluator, report_w, start_init, {*pass_fds, output_w, status_w, theirs.fileno()})
         finally:
             os._exit(1)
     for fd in (output_w, status_w, report_w):
@@ -261,6 +257,7 @@ def launch(flags: int, become, pass_fds: tuple, admit, private: list) -> Contain
         admit(init)
         ours.sendall(b"go\n")
         worker = _first_child(init)
+        ours.sendall(b"found\n")
     except BaseException:
         for fd in (output_r, status_r):
             os.close(fd)
@@ -274,11 +271,12 @@ def launch(flags: int, become, pass_fds: tuple, admit, private: list) -> Contain
 
 
 def _read_line(fd: int, who: str) -> str:
-    """One line from `fd` within START_S; Refused where none comes."""
+    """One line from `fd` within START_S, read a byte at a time (what follows it is another message); Refused where
+    none comes."""
     data, deadline = b"", time.monotonic() + START_S
     while not data.endswith(b"\n"):
         ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-        chunk = os.read(fd, 4096) if ready else None
+        chunk = os.read(fd, 1) if ready else None
         if not chunk:
             raise Refused(f"{who} {'said nothing' if chunk is None else 'left'} while setting up the namespaces"
                           + (f": {data.decode(errors='replace')}" if data else ""))
@@ -290,7 +288,8 @@ def _read_line(fd: int, who: str) -> str:
 
 
 def _first_child(pid: int) -> int:
-    """The pid (in this namespace) of the init's first child, the worker, once it exists."""
+    """The pid (in this namespace) of the init's first child, the worker, once it exists (the init does not reap it
+    before it is told it was found)."""
     from .supervisor import children_of
     deadline = time.monotonic() + START_S
     while time.monotonic() < deadline:
@@ -310,11 +309,15 @@ def _end(keeper: int) -> None:
 
 
 def _keeper(flags: int, evaluator: int, report: int, start_init, keep: set) -> None:
-    """In the keeper (the evaluator's child, outside the namespaces): unshare, fork the init, say its pid, wait."""
+    """In the keeper (the evaluator's child, outside the namespaces): unshare, fork the init, say its pid, wait. It
+    and the init keep the evaluator's stderr, for a failure of their own; stdin and stdout lead nowhere."""
     _libc().prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL))
     if os.getppid() != evaluator:
         os._exit(1)
-    _close_all_but({2, report, *keep})
+    nowhere = os.open(os.devnull, os.O_RDWR)
+    os.dup2(nowhere, 0)
+    os.dup2(nowhere, 1)
+    close_all_but({0, 1, 2, report, *keep})
     try:
         _unshare(flags)
         init = os.fork()
@@ -325,7 +328,7 @@ def _keeper(flags: int, evaluator: int, report: int, start_init, keep: set) -> N
         os.close(report)
         start_init()
     os.write(report, f"{init}\n".encode())
-    _close_all_but({2})
+    close_all_but({0, 1, 2})
     os.waitpid(init, 0)
     os._exit(0)
 
@@ -359,6 +362,8 @@ def _init(become, control: socket.socket, status: int, output: int, pass_fds: tu
     os.close(output)
     for fd in pass_fds:
         os.close(fd)
+    if _read_line(control.fileno(), "the evaluator") != "found":  # until then the worker is not reaped, even if it
+        os._exit(1)  # has ended, so that the evaluator finds its pid
     exposed = set()
     while True:
         ready, _, _ = select.select([control, wake_r], [], [])

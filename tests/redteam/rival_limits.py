@@ -22,9 +22,9 @@ def reach():
     for pid in found:
         try:
             resource.prlimit(pid, resource.RLIMIT_CPU, (1, resource.RLIM_INFINITY))
-            done.append(f"{pid}: limited")
+            done.append(f"{pid}: RLIMIT_CPU 1 s")
         except OSError as exc:
-            done.append(f"{pid}: {exc.strerror}")
+            done.append(f"{pid}: RLIMIT_CPU 1 s: {exc.strerror}")
     note("rival_limits", f"looked: {len(visible())} processes named, rivals {found}; {', '.join(done) or 'none'}")
 
 
