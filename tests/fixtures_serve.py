@@ -1,6 +1,7 @@
 """Shared by the tests that run files through a standing evaluator (test_server.py, test_walls.py): the server under
 a name of its own, and where a red-team file leaves its log (its build cache, which outlives its run)."""
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,6 +14,13 @@ import pytest
 from harness import forward
 
 ROOT = Path(__file__).resolve().parent.parent
+CAP_SYS_NICE, CAP_SYS_RESOURCE = 23, 24
+
+
+def capable(bit: int) -> bool:
+    """Whether this process holds a capability (by its number) in its effective set."""
+    with open("/proc/self/status") as f:
+        return bool(int(next(line.split()[1] for line in f if line.startswith("CapEff:")), 16) >> bit & 1)
 
 
 def redteam_log(path: Path, name: str) -> Path:
@@ -22,6 +30,16 @@ def redteam_log(path: Path, name: str) -> Path:
     log.parent.mkdir(parents=True, exist_ok=True)
     log.unlink(missing_ok=True)
     return log
+
+
+def copy_checkout(root: Path) -> Path:
+    """A copy of this checkout's code and lineages at `root`."""
+    root.mkdir()
+    for name in ("run.py", "task.py", "leaderboard_shapes.yaml"):
+        shutil.copy(ROOT / name, root / name)
+    for name in ("harness", "reference", "submissions"):
+        shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return root
 
 
 class Standing:

@@ -4,7 +4,6 @@ import json
 import os
 import re
 import resource
-import shutil
 import signal
 import socket
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from fixtures_serve import Standing, redteam_log, standing  # noqa: F401 - standing: a fixture
+from fixtures_serve import CAP_SYS_NICE, CAP_SYS_RESOURCE, Standing, capable, copy_checkout, redteam_log, standing  # noqa: F401 - standing: a fixture
 from harness.evaluator import server
 from harness import forward
 from harness.peers import Peer
@@ -166,12 +165,7 @@ DISTURBED = {  # what another process of the user may do to the standing evaluat
 }
 
 
-NEEDS = {"limits": 24, "nice": 23, "policy": 23}  # the capability that takes each back: CAP_SYS_RESOURCE, CAP_SYS_NICE
-
-
-def capable(bit: int) -> bool:
-    with open("/proc/self/status") as f:
-        return bool(int(next(line.split()[1] for line in f if line.startswith("CapEff:")), 16) >> bit & 1)
+NEEDS = {"limits": CAP_SYS_RESOURCE, "nice": CAP_SYS_NICE, "policy": CAP_SYS_NICE}  # what takes each back
 
 
 def own_umask() -> int:
@@ -302,12 +296,7 @@ def test_a_killed_command_line_ends_its_run(standing):
 
 @pytest.mark.slow
 def test_changed_code_is_not_served_and_the_server_starts_again(tmp_path, results_dir):
-    root = tmp_path / "checkout"
-    root.mkdir()
-    for name in ("run.py", "task.py", "leaderboard_shapes.yaml"):
-        shutil.copy(ROOT / name, root / name)
-    for name in ("harness", "reference", "submissions"):
-        shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    root = copy_checkout(tmp_path / "checkout")
     results_dir.mkdir(parents=True, exist_ok=True)
     s = Standing(root, {**os.environ, forward.ADDRESS_ENV: f"test-{uuid.uuid4().hex}"})
     try:

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from fixtures_serve import ROOT, Standing, redteam_log, standing  # noqa: F401 - standing: a fixture
+from fixtures_serve import CAP_SYS_RESOURCE, ROOT, Standing, capable, copy_checkout, redteam_log, standing  # noqa: F401 - standing: a fixture
 
 from harness import forward
 from harness.evaluator import namespaces
@@ -238,8 +238,9 @@ def test_a_build_cache_over_its_cap_is_removed_and_said(tmp_path, monkeypatch):
 ATTACKS_ON_A_RIVAL = ["rival_limits", "rival_scheduling"]
 
 
-def run_py(*args, env=None, cwd=ROOT, timeout=900) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(ROOT / "run.py"), *args], capture_output=True, text=True, cwd=cwd,
+def run_py(*args, env=None, root=ROOT, timeout=900) -> subprocess.CompletedProcess:
+    """run.py of the checkout at `root`, run there."""
+    return subprocess.run([sys.executable, str(root / "run.py"), *args], capture_output=True, text=True, cwd=root,
                           env=env or os.environ, timeout=timeout)
 
 
@@ -306,18 +307,13 @@ def test_a_rival_measured_for_submit_best_is_out_of_reach():
 def test_a_rival_in_a_sweep_is_out_of_reach(tmp_path, results_dir):
     """A sweep of two CPU lanes runs tests/redteam/rival_limits.py (as lineage version v90 of a copy of the checkout)
     beside gemm v0, each in a run of its own: v0 passes."""
-    root = tmp_path / "checkout"
-    root.mkdir()
-    for name in ("run.py", "task.py", "leaderboard_shapes.yaml"):
-        shutil.copy(ROOT / name, root / name)
-    for name in ("harness", "reference", "submissions"):
-        shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    root = copy_checkout(tmp_path / "checkout")
     for name in ("_honest.py", "_reach.py"):
         shutil.copy(REDTEAM / name, root / "submissions" / "gemm" / name)
     attacker = root / "submissions" / "gemm" / "v90.py"
     attacker.write_text((REDTEAM / "rival_limits.py").read_text().replace('"""Attack', '"""Parent: v0 — attack', 1))
     log = redteam_log(attacker, "rival_limits")
-    proc = run_py("sweep", "--task", "gemm", "--versions", "v0,v90", "--lanes", "2", "--json", cwd=root)
+    proc = run_py("sweep", "--task", "gemm", "--versions", "v0,v90", "--lanes", "2", "--json", root=root)
     jobs = {job["version"]: job for job in json.loads(proc.stdout)["jobs"]}
     assert jobs["v0"]["status"] == "pass", proc.stderr[-3000:]
     assert all("rivals []" in line for line in reached(log))
@@ -347,7 +343,8 @@ def test_a_served_run_cannot_change_the_next(namespaced, results_dir):
     """tests/redteam/server_limits.py, served, lowers the open-files and locked-memory limits of every evaluator it
     can name; the next honest run through the same server passes, with its command line's limits. In namespaces it
     names only its own init; without them it lowers the standing evaluator's, and the next run still takes its command
-    line's (harness.evaluator.caller)."""
+    line's (harness.evaluator.caller), or, where the server may not raise a hard limit again (no CAP_SYS_RESOURCE),
+    is declined and runs on its own."""
     env = {**(os.environ if namespaced else OFF), forward.ADDRESS_ENV: f"test-{uuid.uuid4().hex}"}
     if namespaced and not walls().flags:
         pytest.skip(f"this kernel refuses namespaces: {walls().why_not}")
@@ -366,7 +363,8 @@ def test_a_served_run_cannot_change_the_next(namespaced, results_dir):
         honest = server.run("--task", "gemm", "--submission", str(ROOT / "tests" / "submissions" /
                                                                    "reports_its_state.py"),
                             "--mode", "test", "--shapes", "smoke", "--case", "0", "--json", "--no-record")
-        assert honest.returncode == 0 and "did not take this run" not in honest.stderr, honest.stderr[-3000:]
+        declined = "did not take this run" in honest.stderr
+        assert honest.returncode == 0 and declined == (lowered and not capable(CAP_SYS_RESOURCE)), honest.stderr[-3000:]
         state = json.loads(next(line[len("STATE "):] for line in honest.stdout.splitlines() + honest.stderr.splitlines()
                                 if line.startswith("STATE ")))
         for name in ("RLIMIT_NOFILE", "RLIMIT_MEMLOCK"):

@@ -2,6 +2,10 @@
 processes this process can name, which of them are other workers or the evaluators above it, and a log kept in
 the file's build cache (XDG_CACHE_HOME), which outlives the run, for the tests to read."""
 import os
+import time
+
+LOOK_EVERY_S = 0.2
+_looked = {}
 
 
 def note(name: str, text: str) -> None:
@@ -45,3 +49,20 @@ def evaluators_above() -> list[int]:
         found.append(pid)
         pid = parent(pid)
     return found
+
+
+def reach_rivals(name: str, changes: list) -> None:
+    """At most every LOOK_EVERY_S: apply each (what, change(pid)) to every rival, and note what this process could name
+    and which changes took."""
+    if time.monotonic() - _looked.get(name, 0.0) < LOOK_EVERY_S:
+        return
+    _looked[name] = time.monotonic()
+    found, done = rivals(), []
+    for pid in found:
+        for what, change in changes:
+            try:
+                change(pid)
+                done.append(f"{pid}: {what}")
+            except OSError as exc:
+                done.append(f"{pid}: {what}: {exc.strerror}")
+    note(name, f"looked: {len(visible())} processes named, rivals {found}; {', '.join(done) or 'none'}")
