@@ -164,6 +164,23 @@ def test_a_process_in_a_workers_namespaces_may_not_ask_for_runs(tmp_path):
     worker.wait(30)
 
 
+def test_a_child_keeps_exactly_the_descriptors_it_is_told_to():
+    """forked.close_all_but, as the keeper, the init and every worker use it: 0, 1 and 2 kept among the others."""
+    from harness.evaluator.forked import close_all_but
+    read, write = os.pipe()
+    extra = os.open(os.devnull, os.O_RDONLY)
+    pid = os.fork()
+    if pid == 0:
+        close_all_but({0, 1, 2, write})
+        os.write(write, json.dumps(sorted(int(fd) for fd in os.listdir("/proc/self/fd"))).encode())
+        os._exit(0)
+    os.close(write)
+    os.close(extra)
+    kept = said(read)
+    os.waitpid(pid, 0)
+    assert [fd for fd in kept if fd not in (0, 1, 2)] in ([write], [write, max(kept)])  # listdir's own descriptor
+
+
 def test_without_namespaces_the_sandbox_line_says_why():
     line = subprocess.run([sys.executable, "-c", "from harness.evaluator.namespaces import walls\n"
                            "print(walls().phrase())"], capture_output=True, text=True, cwd=ROOT, env=OFF, timeout=60)

@@ -126,10 +126,12 @@ def start(become) -> ForkedProcess:
 
 
 def close_all_but(keep: set) -> None:
-    """Close every descriptor of this process but those in `keep`."""
+    """Close every descriptor of this process but those in `keep` (an empty range is skipped: Python 3.11's
+    closerange(0, 0) closes every descriptor)."""
     ordered = sorted(keep)
-    for low, high in zip([-1, *ordered], [*ordered, None]):
-        os.closerange(low + 1, high if high is not None else os.sysconf("SC_OPEN_MAX"))
+    for low, high in zip([-1, *ordered], [*ordered, os.sysconf("SC_OPEN_MAX")]):
+        if low + 1 < high:
+            os.closerange(low + 1, high)
 
 
 def fresh_signals_and_streams() -> None:
