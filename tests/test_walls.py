@@ -109,34 +109,40 @@ def test_a_workers_shared_memory_and_tmpdir_are_its_own_capped_and_counted_when_
 
 
 @needs_walls
-def test_the_evaluators_cuda_ipc_files_are_bound_into_a_workers_shared_memory():
-    """torch's CUDA IPC reference counts live in torch_<evaluator pid>_* files in /dev/shm, which a worker writes as it
-    lets go of a slot; expose() binds them into its private /dev/shm, where it may write them, and they are not counted
-    as left behind."""
-    host = Path(SHARED_MEMORY) / f"torch_{os.getpid()}_{uuid.uuid4().hex}"
-    host.write_bytes(b"0" * 8)
+def test_the_evaluators_shared_memory_files_are_bound_into_a_workers():
+    """torch's CUDA IPC reference counts live in a file the evaluator keeps mapped in /dev/shm, which a worker writes as
+    it lets go of a slot: expose() binds every file the evaluator holds there into the worker's private /dev/shm, where
+    the worker may write it, and nothing else of the evaluator's /dev/shm; they are not counted as left behind."""
+    from harness.evaluator.namespaces import shared_files
+    held, other = (Path(SHARED_MEMORY) / f"walls-test-{uuid.uuid4().hex}" for _ in range(2))
+    held.write_bytes(b"0" * 8)
+    other.write_bytes(b"0" * 8)
+    holding = os.open(held, os.O_RDWR)
     go_r, go_w = os.pipe()
     read, write = os.pipe()
 
     def become(output):
         os.read(go_r, 1)
-        with open(f"{SHARED_MEMORY}/{host.name}", "r+b") as f:
+        with open(f"{SHARED_MEMORY}/{held.name}", "r+b") as f:
             seen = f.read()
             f.seek(0)
             f.write(b"1")
-        os.write(write, json.dumps({"seen": seen.decode()}).encode())
+        os.write(write, json.dumps({"seen": seen.decode(), "listed": sorted(os.listdir(SHARED_MEMORY))}).encode())
         os._exit(0)
     try:
         worker = contained(become, (go_r, write))
         os.close(write)
         os.close(go_r)
-        worker.expose()
+        assert held.name in shared_files() and other.name not in shared_files()
+        worker.expose(shared_files())
         os.write(go_w, b"g")
-        assert said(read) == {"seen": "0" * 8}
+        assert said(read) == {"seen": "0" * 8, "listed": [held.name]}
         assert worker.wait(30) == 0
-        assert host.read_bytes() == b"1" + b"0" * 7 and worker.left[SHARED_MEMORY] == (0, 0)
+        assert held.read_bytes() == b"1" + b"0" * 7 and worker.left[SHARED_MEMORY] == (0, 0)
     finally:
-        host.unlink()
+        os.close(holding)
+        held.unlink()
+        other.unlink()
         os.close(go_w)
 
 

@@ -21,8 +21,9 @@ none of the evaluator's descriptors but its own pipes, and is not dumpable (no p
 it even where Landlock is missing).
 
 torch's CUDA IPC, by which the evaluator shares a GPU slot, keeps a reference count in a file the evaluator creates
-in its /dev/shm, which the worker opens when it lets go of a slot: before it sends slots the evaluator asks the init
-to bind its files (torch_<evaluator pid>_*) into the worker's private /dev/shm (`Contained.expose`).
+in its /dev/shm and keeps mapped, which the worker opens when it lets go of a slot: before it sends slots the evaluator
+asks the init to bind every file of /dev/shm that it holds open or mapped (`shared_files`) into the worker's private
+/dev/shm (`Contained.expose`), and nothing else of it.
 
 Where the kernel refuses (no unprivileged user namespaces, a /proc that may not be mounted again, NAMESPACES_ENV set
 to "off"), a worker starts without namespaces and the sandbox line says why (`walls`).
@@ -158,13 +159,30 @@ def _probe(flags: int) -> str:
     return "" if status == 0 else (said or f"a probe exited with {os.waitstatus_to_exitcode(status)}")
 
 
+def shared_files() -> list[str]:
+    """The names of the files of /dev/shm that this process holds open or maps (torch's CUDA IPC reference counts)."""
+    found = set()
+    try:
+        with open("/proc/self/maps") as f:
+            found |= {line.split(None, 5)[5].strip() for line in f if len(line.split(None, 5)) == 6}
+        for fd in os.listdir("/proc/self/fd"):
+            try:
+                found.add(os.readlink(f"/proc/self/fd/{fd}"))
+            except OSError:
+                continue
+    except OSError:
+        return []
+    prefix = SHARED_MEMORY + "/"
+    return sorted({path[len(prefix):] for path in found if path.startswith(prefix) and "/" not in path[len(prefix):]})
+
+
 class Refused(Exception):
     """The namespaces could not be set up for this worker."""
 
 
 class Contained:
     """A worker in namespaces of its own, as the supervisor uses a process: its pid (the worker's, in the evaluator's
-    namespace), its output, poll, wait and kill; and `init`, `expose()`, `left` (what the init found in the private
+    namespace), its output, poll, wait and kill; and `init`, `expose(names)`, `left` (what the init found in the private
     folders when the worker had ended: {folder: (files, bytes)})."""
 
     def __init__(self, keeper: int, init: int, pid: int, stdout, status_fd: int, control: socket.socket):
@@ -215,12 +233,12 @@ class Contained:
         except ProcessLookupError:
             pass
 
-    def expose(self) -> None:
-        """Have the init bind the evaluator's torch files in /dev/shm into the worker's (before slots are sent)."""
-        if self.returncode is not None:
+    def expose(self, names: list[str]) -> None:
+        """Have the init bind these files of the evaluator's /dev/shm into the worker's (before slots are sent)."""
+        if self.returncode is not None or not names:
             return
         try:
-            self.control.sendall(b"expose\n")
+            self.control.sendall(f"expose {json.dumps(names)}\n".encode())
             ready, _, _ = select.select([self.control], [], [], EXPOSE_S)
             if ready:
                 self.control.recv(64)
@@ -242,7 +260,7 @@ def launch(flags: int, become, pass_fds: tuple, admit, private: list) -> Contain
     if keeper == 0:
         gc.disable()  # a collection could close a descriptor number this process has closed and reused
         try:
-            start_init = functools.partial(_init, become, theirs, status_w, output_w, pass_fds, private, evaluator)
+            start_init = functools.partial(_init, become, theirs, status_w, output_w, pass_fds, private)
             _keeper(flags, evaluator, report_w, start_init, {*pass_fds, output_w, status_w, theirs.fileno()})
         finally:
             os._exit(1)
@@ -333,8 +351,7 @@ def _keeper(flags: int, evaluator: int, report: int, start_init, keep: set) -> N
     os._exit(0)
 
 
-def _init(become, control: socket.socket, status: int, output: int, pass_fds: tuple, private: list,
-          evaluator: int) -> None:
+def _init(become, control: socket.socket, status: int, output: int, pass_fds: tuple, private: list) -> None:
     """The namespace's init (pid 1): its /proc and private folders, then the worker (pid 2), reaped; its report."""
     libc = _libc()
     libc.prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGKILL))
@@ -373,10 +390,11 @@ def _init(become, control: socket.socket, status: int, output: int, pass_fds: tu
         if ended is not None:
             _finish(status, ended, private, exposed)
         if control in ready:
-            line = control.recv(64)
-            if not line:  # the evaluator is gone
+            try:
+                line = _read_line(control.fileno(), "the evaluator")
+            except Refused:  # the evaluator is gone
                 _finish(status, signal.SIGKILL, private, exposed)
-            exposed |= _expose(host_shm, f"torch_{evaluator}_", exposed)
+            exposed |= _expose(host_shm, set(json.loads(line.split(" ", 1)[1])) - exposed)
             control.sendall(b"exposed\n")
 
 
@@ -427,12 +445,13 @@ def _contents(folder: str, skip: set) -> tuple[int, int]:
     return files, allocated
 
 
-def _expose(host: int, prefix: str, done: set) -> set:
-    """Bind each file of the evaluator's /dev/shm named `prefix`... over a file of that name in the private one (made
-    here; a link or a folder the worker put there is left alone, and so is the name)."""
+def _expose(host: int, names: set) -> set:
+    """Bind each named file of the evaluator's /dev/shm (a regular file of this user's) over a file of that name in
+    the private one, made here (a link or a folder the worker put there is left alone, and so is the name); the names
+    bound."""
     made = set()
-    for name in os.listdir(host):
-        if not name.startswith(prefix) or name in done:
+    for name in names:
+        if "/" in name:
             continue
         try:
             source = os.open(name, os.O_PATH | os.O_NOFOLLOW, dir_fd=host)

@@ -29,7 +29,7 @@ from pathlib import Path
 from .. import channel
 from . import forked
 from .cgroup import WorkerCgroup
-from .namespaces import SHARED_MEMORY, SHM_CAP, TMPDIR_CAP, Contained, Refused, Walls, launch, walls
+from .namespaces import NAMESPACES_ENV, SHARED_MEMORY, SHM_CAP, TMPDIR_CAP, Contained, Refused, Walls, launch, shared_files, walls
 from .sandbox import trim_build_cache, worker_environment
 
 STARTUP_GRACE_S = 60.0  # interpreter, torch import and CUDA context, on top of the case timeout
@@ -209,6 +209,7 @@ class WorkerProcess:
                     str(path)]
             return forked.worker(args, env, fds, fresh=not forked.possible())
         self.ready = False  # said "ready": it reads the channel, so it can be asked to leave
+        self.mapping = False  # the last message sent was "slots"
         self.listed = False  # its processes are its cgroup's (descendants)
         self.cgroup = WorkerCgroup.create()  # the worker moves in before it imports anything of the file (it
         # waits for "load" first)
@@ -254,7 +255,8 @@ class WorkerProcess:
 
     def send(self, kind: str, fds: tuple = (), **payload):
         if kind == "slots" and self.contained:
-            self.process.expose()  # the evaluator's CUDA IPC files, into the worker's own /dev/shm
+            self.process.expose(shared_files())  # the evaluator's CUDA IPC files, into the worker's own /dev/shm
+        self.mapping = kind == "slots"
         try:
             channel.send(self.fd, kind, fds=fds, **payload)
         except OSError:
@@ -279,10 +281,18 @@ class WorkerProcess:
         if message["kind"] in kinds:
             return message
         if message["kind"] == "error" and "error" not in kinds:
-            raise Verdict("error", str(message.get("message", "")))
+            raise Verdict("error", str(message.get("message", "")) + self._mapping_hint())
         if message["kind"] == "fatal":
             raise Verdict("error", str(message.get("message", "the worker could not start")))
         raise Verdict("tampered", f"an unexpected '{message['kind']}' message arrived from the worker")
+
+    def _mapping_hint(self) -> str:
+        """What to try where a worker in namespaces could not map its slots (CUDA IPC across them is not shown on
+        every GPU machine yet)."""
+        if not (self.mapping and self.contained):
+            return ""
+        return (f" (the worker maps its slots from inside namespaces of its own; where this GPU's CUDA IPC refuses "
+                f"them, {NAMESPACES_ENV}=off starts workers without, and the sandbox line says so)")
 
     def release(self, value: int):
         """Write the hold's flag in the page the worker's hold kernel polls."""
