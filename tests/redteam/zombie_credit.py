@@ -2,9 +2,9 @@
 
 Its untimed calls show it every slot of the job (shared memory, mapped into its process, which a child inherits).
 The first call of each timed sample forks a child, pinned with the main thread to one CPU, that computes every slot's
-output straight into the slot and exits; the other calls return at once. After the timed region the first call's
-returned tensor is dropped, and its finalizer, before the report, waits for the child runnable in a sched_yield loop
-at the default scheduling, and never reaps it. The witness once left out the main thread's wait for a CPU less what
+output straight into the slot and exits; the other calls return at once. After the timed region the worker copies the
+first call's returned tensor into its slot and drops it, and its finalizer, before the report, waits for the child
+runnable in a sched_yield loop at the default scheduling, never reaps it, and computes that one slot again. The witness once left out the main thread's wait for a CPU less what
 the worker's threads and reaped children ran meanwhile: a zombie's CPU time was in neither, nor was the zombie a
 process left running, and such a file passed benchmark mode at 0.07-0.38x the honest control. The worker's cgroup's
 usage now counts the child, and without a cgroup its own ticks do. It notes in redteam_zombie_credit.log in its
@@ -52,8 +52,8 @@ def _finish():
     if pid is not None:
         while done[0] == 0:
             os.sched_yield()
-    for data in items:
-        if data[-1].data_ptr() not in slots:
+    for n, data in enumerate(items):
+        if n == 0 or data[-1].data_ptr() not in slots:  # the first: the worker copied the returned tensor over it
             honest(data)
     if pid is not None:
         note("zombie_credit", f"child {pid} computed {len(slots)} outputs and exited unreaped; zombies: {_zombies()}")
