@@ -212,7 +212,7 @@ def test_a_process_at_a_reused_pid_is_still_the_workers_stray(results_dir):
                            "--json", "--no-record"], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert [s["mode"] for s in json.loads(proc.stdout)] == ["test", "benchmark"], proc.stderr[-2000:]
     time.sleep(1)
-    assert live_processes_running("pid_reuse.py") == []
+    assert live_processes_running(str(ROOT / "tests" / "redteam" / "pid_reuse.py")) == []
 
 
 def test_a_cgroup_listing_that_cannot_be_read_is_not_taken_for_no_strays():
