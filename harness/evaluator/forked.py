@@ -103,18 +103,32 @@ class ForkedProcess:
                 pass
 
 
-def start(become) -> ForkedProcess:
-    """Fork a child that runs `become(output)` (`worker`; output: the write end of the pipe its stdout and stderr
-    go to) and never returns."""
-    read, write = os.pipe()
+def fork() -> int:
+    """os.fork() with every signal held until it has returned. CPython runs a pending signal's handler inside the
+    fork's own callbacks (logging's), where the exception the handler raises (SystemExit for SIGTERM here, or
+    KeyboardInterrupt) is reported and lost: the process would go on as if it had never been signalled. The parent
+    takes its signals back at once; the child keeps them held, until it takes them back with
+    `fresh_signals_and_streams` or an exec (harness.evaluator.namespaces' keeper and init leave them held: a Ctrl-C
+    to the evaluator's process group is the evaluator's to act on)."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):
             pass
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     with warnings.catch_warnings():  # Python 3.12 warns of fork in a process with threads; the child runs
         warnings.simplefilter("ignore", DeprecationWarning)  # none of their code and takes none of their locks
         pid = os.fork()
+    if pid != 0:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    return pid
+
+
+def start(become) -> ForkedProcess:
+    """Fork a child that runs `become(output)` (`worker`; output: the write end of the pipe its stdout and stderr
+    go to) and never returns."""
+    read, write = os.pipe()
+    pid = fork()
     if pid == 0:
         try:
             os.close(read)
@@ -135,14 +149,16 @@ def close_all_but(keep: set) -> None:
 
 
 def fresh_signals_and_streams() -> None:
-    """In a forked child, what a new interpreter starts with: Python's default signal handlers, and sys.stdin, stdout
-    and stderr made anew over descriptors 0-2 (the parent's objects may hold its buffered output and its choices)."""
+    """In a forked child, what a new interpreter starts with: Python's default signal handlers, no signal held, and
+    sys.stdin, stdout and stderr made anew over descriptors 0-2 (the parent's objects may hold its buffered output and
+    its choices)."""
     for signum in signal.valid_signals():
         handler = signal.getsignal(signum)
         if callable(handler) and handler is not signal.default_int_handler:
             signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.set_wakeup_fd(-1)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])  # held since the fork (`fork`)
     sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
     sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), line_buffering=os.isatty(1))
     sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), errors="backslashreplace", line_buffering=True)

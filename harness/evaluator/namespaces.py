@@ -42,7 +42,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from .forked import close_all_but
+from .forked import close_all_but, fork
 
 NAMESPACES_ENV = "NVFP4_ARENA_NAMESPACES"  # "off": workers start without namespaces of their own
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x08000000, 0x10000000, 0x20000000, \
@@ -134,7 +134,7 @@ def _try_walls() -> Walls:
 def _probe(flags: int) -> str:
     """'' where a child can unshare `flags` and its first child mount its /proc and a tmpfs; else the refusal."""
     read, write = os.pipe()
-    pid = os.fork()
+    pid = fork()
     if pid == 0:
         try:
             os.close(read)
@@ -256,7 +256,7 @@ def launch(flags: int, become, pass_fds: tuple, admit, private: list) -> Contain
     report_r, report_w = os.pipe()
     ours, theirs = socket.socketpair()
     evaluator = os.getpid()
-    keeper = os.fork()
+    keeper = fork()
     if keeper == 0:
         gc.disable()  # a collection could close a descriptor number this process has closed and reused
         try:
@@ -366,6 +366,7 @@ def _init(become, control: socket.socket, status: int, output: int, pass_fds: tu
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGCHLD})  # every other signal stays held (forked.fork)
     control.sendall(b"ready\n")
     if _read_line(control.fileno(), "the evaluator") != "go":
         os._exit(1)

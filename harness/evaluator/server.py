@@ -145,7 +145,7 @@ class Server:
             why = why or self.declines(request, fds)
             if why is None:
                 try:
-                    pid = os.fork()
+                    pid = forked.fork()
                 except OSError as exc:
                     why = f"it could not fork ({exc})"
             if why is not None:
