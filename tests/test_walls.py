@@ -228,7 +228,7 @@ def test_the_cpu_time_of_a_child_that_exits_unreaped_is_the_workers(with_cgroup)
         for method in ("processes", "cpu_ticks", "cpu_usage_ns"):
             setattr(worker, method, getattr(WorkerProcess, method).__get__(worker))
         time.sleep(0.5)
-        before = WorkerCpu.read(worker)
+        before = WorkerCpu.read(parent.pid, worker)
         parent.stdin.write("go\n")
         parent.stdin.flush()
         deadline, zombies = time.monotonic() + 30, []
@@ -236,7 +236,7 @@ def test_the_cpu_time_of_a_child_that_exits_unreaped_is_the_workers(with_cgroup)
             time.sleep(0.05)
             zombies = [pid for pid in children_of(parent.pid)
                        if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"]
-        after = WorkerCpu.read(worker)
+        after = WorkerCpu.read(parent.pid, worker)
         ran = (after.usage_ns - before.usage_ns) if with_cgroup else (after.ticks - before.ticks) * TICK_NS
         assert ran >= 0.45e9, ran
     finally:

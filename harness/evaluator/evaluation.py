@@ -289,7 +289,7 @@ class Evaluation:
     def _sample(self, calls, writes, method, null) -> Sample:
         self.settle()  # staged copies included, as calibration queues them just before
         released_early = False
-        worker = WorkerCpu.read(self.worker)
+        worker = WorkerCpu.read(self.worker.process.pid, self.worker)
         gpu_arena = self.gpu and method == ARENA
         if gpu_arena:
             self.worker.release(0)
@@ -316,7 +316,7 @@ class Evaluation:
             torch.cuda.synchronize()
         t1 = time.perf_counter_ns()
         witness_ns, copy_ns = t1 - t0, t1 - copying
-        waited = ours + WorkerCpu.read(self.worker).credit_ns(worker)
+        waited = ours + WorkerCpu.read(self.worker.process.pid, self.worker).credit_ns(worker)
         return Sample(witness_ns, waited, written - t0 + copy_ns, copy_ns, report, outputs, released_early, ours)
 
     def _witnessed_write(self, writes: list) -> tuple:

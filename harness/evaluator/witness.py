@@ -39,7 +39,7 @@ import os
 import statistics
 from dataclasses import dataclass, field
 
-from .supervisor import stat_fields
+from .supervisor import cpu_ticks, stat_fields
 
 MIN_MARGIN_NS = {"cuda": 100_000.0, "cpu": 1_000_000.0}  # host noise of two processes' clocks and messages; on a
 # CPU the calls share the cores with everything else, and a verdict against an honest file costs more than a
@@ -81,12 +81,13 @@ class WorkerCpu:
     default_priority: bool = True
 
     @classmethod
-    def read(cls, worker) -> "WorkerCpu":
-        """worker: a harness.evaluator.supervisor.WorkerProcess. The whole worker's CPU time is read before its
-        threads', so that work still running between the reads counts for its threads, never for the rest."""
-        usage = worker.cpu_usage_ns()
-        ticks = worker.cpu_ticks() if usage is None else 0
-        pid = worker.process.pid
+    def read(cls, pid: int, worker=None) -> "WorkerCpu":
+        """The accounting of process `pid`, the worker's main process. worker: the harness.evaluator.supervisor
+        WorkerProcess whose every process to count (without it, `pid` alone and the children it reaped). The whole
+        worker's CPU time is read before its threads', so that work still running between the reads counts for its
+        threads, never for the rest."""
+        usage = worker.cpu_usage_ns() if worker else None
+        ticks = 0 if usage is not None else worker.cpu_ticks() if worker else cpu_ticks(pid)
 
         def schedstat(tid) -> tuple[int, int]:
             try:
