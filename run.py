@@ -218,8 +218,9 @@ class ArenaGroup(click.Group):
               "(default: a fresh secret one; a seed given here is on the command line, which the file can read).")
 @click.option("--ncu", is_flag=True, help="Profile mode: run each benchmark shape under Nsight Compute instead.")
 @click.option("--timing", type=click.Choice(TIMINGS), default=DEFAULT_TIMING, show_default=True,
-              help="arena: 4x-L2 flush, then a hold that hides the host's queueing as the contest's clear does; "
-                   "contest: the contest's own loop and L2 clear (a 4 or 62.5 GiB randn per sample), to cross-check.")
+              help="arena: the calls queued behind the evaluator's go, after its 4x-L2 flush, timed by the evaluator's "
+                   "own clock on a GPU; contest: the contest's own loop and L2 clear (a 4 or 62.5 GiB randn per sample), "
+                   "timed by the worker's events, to cross-check.")
 @click.option("--unconfined", is_flag=True, hidden=True,
               help="Start the worker without its sandbox (to measure the sandbox's cost); records say so.")
 @click.option("--keep-going", is_flag=True, help="Run the remaining cases after one hung or crashed (default: skip them).")
@@ -572,7 +573,8 @@ def plot(task, gpu, timing, as_json, smoke, out_dir):
 @cli.command("leaderboard")
 @click.option("--task", "--leaderboard", "task", type=TASK)
 @click.option("--all-schemas", is_flag=True,
-              help="Rank arena entries from before record schema 7 too (timed without the L2 refill).")
+              help="With --timing arena-worker: rank entries from before record schema 7 too (timed without the "
+                   "L2 refill).")
 @view_options
 def leaderboard_cmd(task, all_schemas, gpu, timing, as_json):
     """Local standings per task and GPU, ranked by geomean, with the best so far over time."""

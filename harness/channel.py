@@ -16,7 +16,7 @@ import time
 
 MAX_LINE = 64 << 20  # a longer line is garbage, not a message
 KINDS = ("ready", "loaded", "fatal", "called", "queued", "sampled", "profiled", "error", "mapped",  # worker -> evaluator
-         "slots", "call", "arm", "go", "profile", "load", "stop",  # evaluator -> worker
+         "slots", "clock", "call", "arm", "go", "profile", "load", "stop",  # evaluator -> worker
          "request", "signal", "started", "declined", "exit")  # command line <-> standing evaluator (harness.forward)
 
 

@@ -1,6 +1,7 @@
 """What we run on (GPU identity, versions, clocks), and the operations the worker's timed sample issues to
-it: synchronize, the contest's clear, the L2's refill after the hold, start and end events (the evaluator
-flushes the L2 and releases the hold itself: harness.evaluator.evaluation).
+it: synchronize, the contest's clear, the wait for the evaluator's "go" and the write of "done" (the evaluator's
+clock: harness.evaluator.clock), start and end events (the evaluator writes the inputs and flushes the L2 itself:
+harness.evaluator.evaluation).
 
 `GpuDevice` issues them to CUDA; `HostDevice` is the CPU stand-in (no clear, wall-clock timer). The worker's
 sample (harness.worker.sample) sees only these methods, so a test can hand it a device that records the
@@ -14,6 +15,8 @@ import subprocess
 import time
 
 import torch
+
+from .stream_words import DONE, GO, StreamWords
 
 FLUSH_L2_MULTIPLE = 4  # the flush writes a buffer this many times the L2 size
 CUDA_LIMIT_PERSISTING_L2 = 0x06
@@ -56,8 +59,8 @@ def driver_and_clocks() -> tuple[str | None, dict]:
 
 
 def flush_bytes() -> int:
-    """How many bytes the L2 flush writes (and the worker's refill after the hold): FLUSH_L2_MULTIPLE times this
-    GPU's L2, or of 64 MiB where CUDA does not say."""
+    """How many bytes the evaluator's L2 flush writes: FLUSH_L2_MULTIPLE times this GPU's L2, or of 64 MiB where CUDA
+    does not say."""
     l2 = getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0) or 64 << 20
     return FLUSH_L2_MULTIPLE * l2
 
@@ -135,15 +138,19 @@ class GpuDevice:
         self.cudart = _cudart()
         self.clear_bytes = clear_bytes
         self.clear_buffer = torch.empty(min(CLEAR_CHUNK_BYTES, clear_bytes) // 4, dtype=torch.float32, device="cuda")
-        self.refill_words = min(self.clear_buffer.numel(), flush_bytes() // 4)
         self.clear_ns = self._clear_duration_ns()
         self.start_event = torch.cuda.Event(enable_timing=True)
         self.end_event = torch.cuda.Event(enable_timing=True)
         self.marker_event = torch.cuda.Event()
+        self.words = None  # the evaluator's clock words, once mapped (map_clock)
+        self.touched = torch.zeros(2 * flush_bytes() // FLUSH_L2_MULTIPLE // 4, dtype=torch.float32, device="cuda")
+        self.touch_sum = torch.zeros((), dtype=torch.float32, device="cuda")
+        self.touch()  # its kernel loaded now: nothing may load one while the stream waits for "go"
+        _SYNC()
 
     def _clear_duration_ns(self) -> float:
         """How long the contest's clear keeps this GPU busy (median of three): how long the evaluator waits for a
-        sample's calls to be queued before it releases the hold anyway (a kernel that synchronizes inside)."""
+        sample's calls to be queued before it says "go" anyway (a kernel that synchronizes inside waits for it)."""
         times = []
         for _ in range(3):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -181,14 +188,26 @@ class GpuDevice:
             self.clear_buffer[:n // 4].normal_()
             done += n
 
-    def refill_l2(self):
-        """The L2 as the contest's clear leaves it at the start event, remade in this CUDA context after the hold:
-        the clear's randn over flush_bytes() of its buffer (about 70 us on an H100). The evaluator's flush runs in
-        its own context, and the L2 it leaves let gemv v12 run 2-3% faster than after the contest's clear on an
-        H100; the same randn in this context leaves the L2 full of this context's dirty lines, as the
-        contest's does (results/h100/gemv_gap_2026-11-26/NOTES.md). Fidelity only, and a speed bump: a
-        submission shares this process and can skip it or put work of its own in its place."""
-        self.clear_buffer[:self.refill_words].normal_()
+    def map_clock(self, handle: str):
+        """Map the evaluator's clock words (harness.evaluator.clock), which this process's stream waits for and
+        writes."""
+        from .layout import open_cuda
+        self.clock_buffer = open_cuda(handle)
+        self.words = StreamWords(self.clock_buffer.data_ptr())
+
+    def wait_go(self, sequence: int):
+        """The stream waits for the evaluator's "go" of this sample before anything queued after it."""
+        self.words.wait(torch.cuda.current_stream().cuda_stream, GO, sequence)
+
+    def signal_done(self, sequence: int):
+        """The stream writes "done" for this sample once everything queued before it on this stream has run."""
+        self.words.write(torch.cuda.current_stream().cuda_stream, DONE, sequence)
+
+    def touch(self):
+        """A null sample's stand-in for calls: a read of twice the L2 into one value. The evaluator's clock pays a
+        few µs more to take the GPU back from a context that touched memory than from one that touched none, so its
+        calibration measures the hand-over after a call's footprint (harness.evaluator.clock)."""
+        torch.sum(self.touched, dim=0, out=self.touch_sum)
 
     def start(self):
         _RECORD(self.start_event)
@@ -221,11 +240,15 @@ class GpuDevice:
 
 
 class HostDevice:
-    """The CPU stand-in: calls are synchronous, the region is wall-clock, nothing to flush or hold."""
+    """The CPU stand-in: calls are synchronous, the region is wall-clock, nothing to flush, no clock of the
+    evaluator's to wait for."""
 
     gpu = False
     cudart = None
     clear_ns = None
+
+    def touch(self):
+        pass
 
     def now(self) -> int:
         return _NOW()

@@ -61,6 +61,15 @@ def output_buffers(data) -> tuple[list, bool]:
     return [data[-1]], False
 
 
+def open_cuda(handle: str) -> torch.Tensor:
+    """The CUDA buffer an IPC handle from harness.evaluator.slots.ipc_handle names, mapped in this process."""
+    import pickle
+
+    from torch.multiprocessing.reductions import init_reductions
+    init_reductions()
+    return pickle.loads(bytes.fromhex(handle))
+
+
 def open_slot(layout: dict, fd: int | None, handle: dict):
     """The worker's end: the input tuple a slot holds, as views of the mapped buffers."""
     buffers = {}
@@ -68,10 +77,6 @@ def open_slot(layout: dict, fd: int | None, handle: dict):
         mapped = mmap.mmap(fd, layout["sizes"]["cpu"])
         buffers["cpu"] = torch.frombuffer(mapped, dtype=torch.uint8)
     if handle.get("cuda"):
-        import pickle
-
-        from torch.multiprocessing.reductions import init_reductions
-        init_reductions()
-        buffers["cuda"] = pickle.loads(bytes.fromhex(handle["cuda"]))
+        buffers["cuda"] = open_cuda(handle["cuda"])
     tensors = [view(buffers[s["device"]], s) for s in layout["tensors"]]
     return unflatten(layout["structure"], tensors)

@@ -29,7 +29,7 @@ PATTERNS = [
     (r"torch\.compile\b", "torch.compile (its caches are not your kernel)"),
     (r"\bEvent\.(record|elapsed_time|synchronize)\s*=|elapsed_time\s*=|perf_counter(_ns)?\s*=|synchronize\s*=",
      "timer patching"),
-    (r"\bharness\b|clone_data|GpuDevice|HostDevice|StreamHold|contest_clear", "touches the evaluator"),
+    (r"\bharness\b|clone_data|GpuDevice|HostDevice|StreamWords|contest_clear", "touches the evaluator"),
     (r"\bthreading\b|\bThread\s*\(|concurrent\.futures|\bmultiprocessing\b|\bos\.fork\b", "threads or processes"),
     (r"\bgc\.get_objects|sys\._getframe|inspect\.(stack|currentframe)|\bf_back\b|f_locals", "introspects the caller"),
     (r"PersistingL2|accessPolicyWindow|cudaLimitPersisting|persisting"

@@ -2,16 +2,16 @@
 SCHEMA is written into every record; records without it are schema 1 (before the timing method was recorded),
 and their method reads as "legacy". Schema 3 records were judged by the evaluator process (witness and sandbox);
 schema 4 records say where the evaluator's time went (phases_ns), schema 5 the GPU's state over the samples
-(telemetry), schema 6 the code the run measured (code_sha256); from schema 7 the arena's worker refills the L2 after
-the hold (harness.device.GpuDevice.refill_l2), which raised gemv's arena numbers 2-3% on an H100."""
+(telemetry), schema 6 the code the run measured (code_sha256); from schema 7 the arena's worker refilled the L2 after
+the hold, which raised gemv's arena numbers 2-3% on an H100. From schema 8 a GPU's arena number is the evaluator's
+own clock (harness.evaluator.clock), with the worker's events beside it (worker_stats) and the clock's calibration
+(clock); an arena record of an older schema reads as the method "arena-worker", the worker's events."""
 from dataclasses import asdict, dataclass, field
 
-from .rules import DEFAULT_TIMING, TIMINGS, StopRule
+from .rules import ARENA, TIMINGS, StopRule
 
 NEEDS_GPU = "this file needs a CUDA GPU"  # how a failure message starts where a GPU-only file met a machine without one
 TRACEBACK_MARK = "--- traceback ---"  # a failure message's first paragraph is for the user, the traceback after it
-FILE_TRITON_CACHE = "NVFP4_ARENA_FILE_TRITON_CACHE"  # names the worker's file's own Triton cache, which the worker
-# takes before importing the file; until then Triton's cache is the harness's hold cache (harness.hold)
 
 
 def brief(message: str) -> str:
@@ -19,10 +19,12 @@ def brief(message: str) -> str:
     return message.split(f"\n{TRACEBACK_MARK}\n")[0]
 
 
-SCHEMA = 7
-ARENA_REFILL_SCHEMA = 7  # the first schema whose arena timing refilled the L2: arena numbers before it are another method
+SCHEMA = 8
+ARENA_REFILL_SCHEMA = 7  # the first schema whose worker-timed arena refilled the L2 (older: gemv read 2-3% fast)
+ARENA_CLOCK_SCHEMA = 8  # the first schema whose arena number is the evaluator's clock
 LEGACY_TIMING = "legacy"
-RECORD_TIMINGS = (*TIMINGS, LEGACY_TIMING)  # what a stored record's timing method reads as (timing_of)
+WORKER_ARENA_TIMING = "arena-worker"  # an arena record of an older schema: timed by the worker's events
+RECORD_TIMINGS = (*TIMINGS, WORKER_ARENA_TIMING, LEGACY_TIMING)  # what a stored record's timing reads as (timing_of)
 
 
 @dataclass
@@ -39,7 +41,6 @@ class Job:
     seeds: list = field(default_factory=list)
     stop: StopRule | None = None
     record: bool = True
-    timing: str = DEFAULT_TIMING
     sol_b200_us: float | None = None
 
 
@@ -61,7 +62,8 @@ class Result:
     report: str | None = None
     witness: dict | None = None  # median excess of the evaluator's clock over the reported calls, and its margin
     telemetry: dict | None = None  # the GPU's clocks, power, temperature and throttling over the samples
-
+    clock: dict | None = None  # the evaluator's clock (GPU arena): its calibration, uncertainty, disturbed samples
+    worker_stats: dict | None = None  # the worker's own events over the kept samples, beside the number
 
 @dataclass
 class Record:
@@ -109,6 +111,8 @@ class Record:
     profile: str | None = None
     code_sha256: str | None = None  # of the content less its module docstring: with version, what identifies a try
     # (harness.views.tries); None in records older than schema 6 whose content was not found again
+    clock: dict | None = None
+    worker_stats: dict | None = None
     schema: int = SCHEMA
 
     def to_json(self) -> dict:
@@ -116,5 +120,9 @@ class Record:
 
 
 def timing_of(record: dict) -> str:
-    """The timing method of a stored record; records older than schema 2 are 'legacy'."""
-    return record.get("timing", LEGACY_TIMING)
+    """The timing method of a stored record: records older than schema 2 are 'legacy', arena records older than
+    ARENA_CLOCK_SCHEMA 'arena-worker' (their number is the worker's events, not the evaluator's clock)."""
+    timing = record.get("timing", LEGACY_TIMING)
+    if timing == ARENA and (record.get("schema") or 1) < ARENA_CLOCK_SCHEMA:
+        return WORKER_ARENA_TIMING
+    return timing

@@ -5,7 +5,7 @@ So, beside the import:
 - the CUDA driver's start (cuInit) and the device's primary context, the one torch takes when it first touches the
   GPU: the evaluator's (run.py) and the worker's, once it is confined (harness.worker);
 - in the worker, Triton's import and its cache key (a digest of Triton's sources and of libtriton, about 0.3 s),
-  which the first launch of the hold kernel needs (harness.hold) and which the evaluator waits for at "ready".
+  which the first launch of any Triton kernel of the file needs, so that its first call does not pay for it.
 Where there is no driver, no Triton, or a call fails, nothing is made and the main thread does the work as before.
 """
 import ctypes

@@ -13,8 +13,6 @@
 #   profile  the benchmark of each version in PROFILE (default: the first given) with the evaluator under cProfile
 #            (profile.txt: the calls that took the most time) and the evaluator's imports (-X importtime, slowest)
 #   gap      scripts/gemv_gap_probe.py: gemv v12 arena, arena with the contest's clear, contest (gemv_gap.md)
-#   stream   scripts/gemv_stream_probe.py: gemv v12 timed after the contest's clear in its own process or in a
-#            second one, with its inputs' pages touched or other pages swept first (gemv_stream.md)
 #   sweep    the SWEEP_VERSIONS (default all; missing: those without a complete run on this GPU, against a copy of
 #            the stored records; SWEEP_VERSIONS_<task> for one task's own) of each task in SWEEP_TASKS (default: all
 #            four) in benchmark mode, builds first
@@ -106,10 +104,6 @@ fi
 if has gap; then
   timeout 300 python3 scripts/gemv_gap_probe.py --rounds 2 > "$OUT/gemv_gap.md" 2>> "$OUT/log.txt"
   logged "gemv gap probe"
-fi
-if has stream; then
-  timeout 300 python3 scripts/gemv_stream_probe.py > "$OUT/gemv_stream.md" 2>> "$OUT/log.txt"
-  logged "gemv stream probe"
 fi
 if has sweep; then
   if [[ "${SWEEP_VERSIONS:-all}" == *missing* ]]; then  # `run.py merge` takes the copies back as known records

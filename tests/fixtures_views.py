@@ -13,7 +13,7 @@ def record(task, version, run_id, index, mean_us, *, gpu=H200, timing="arena", k
            "sol_ns": 10_000.0, "flops": 2e9 * (index + 1), "bytes": 1e8,
            "stats": {"mean": mean_us * 1e3, "median": (median_us or mean_us) * 1e3}, "gpu": {"name": gpu}}
     if timing != "legacy":
-        rec |= {"timing": timing, "schema": 2}
+        rec |= {"timing": timing, "schema": SCHEMA}
     if host_us is not None:
         rec["stats"]["host_ns"] = host_us * 1e3
     if host_bound is not None:

@@ -319,8 +319,9 @@ def test_a_throttled_sample_is_flagged_beside_the_number_and_explained():
 
 
 def test_the_worker_self_check_reports_a_replaced_device_method_or_one_shadowed_on_the_instance():
-    """A file that replaces GpuDevice.refill_l2 (to queue work of its own in the refill's place) or shadows it on
-    the worker's device object is reported; the check's own snapshot of the classes is what it compares against."""
+    """A file that replaces a method of the worker's device class (GpuDevice.signal_done, to say "done" early) or
+    shadows one on the worker's device object is reported; the check's own snapshot of the classes is what it
+    compares against."""
     from harness import device as devices
     from harness.worker.sample import SelfCheck
     device = devices.HostDevice()
@@ -407,3 +408,16 @@ def test_a_line_nested_past_pythons_limit_is_garbled_not_an_exception():
         channel.Reader(read).receive(time.monotonic() + 5)
     os.close(read)
     os.close(write)
+
+
+def test_every_message_the_harness_sends_is_one_the_channel_takes():
+    """A kind missing from channel.KINDS makes the receiving side take the message for garbage (the worker leaves,
+    the evaluator says tampered): every literal kind sent in harness/ must be known."""
+    import re
+
+    from harness.channel import KINDS
+    sent = set()
+    for path in (Path(__file__).resolve().parent.parent / "harness").rglob("*.py"):
+        sent |= set(re.findall(r'send\((?:[\w.\[\]]+,\s*)?"([a-z_]+)"', path.read_text()))
+    assert {"arm", "clock", "ready", "sampled"} <= sent  # the pattern finds both sides' sends
+    assert sent - set(KINDS) == set()

@@ -241,7 +241,6 @@ def test_forked_workers_hold_what_fresh_ones_hold(standing):
         assert not pipes & set(mine["fds"].values())  # not the command line's stdout or stderr
         assert {k: kinds(mine["fds"]).get(k) for k in ("socket", "pipe")} == \
             {k: kinds(theirs["fds"]).get(k) for k in ("socket", "pipe")}, (mine["fds"], theirs["fds"])
-        assert mine["holds"] == theirs["holds"]  # its own hold flag (on a GPU), no other worker's
 
 
 @pytest.mark.slow

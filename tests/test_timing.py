@@ -1,5 +1,5 @@
 """The worker's timed sample against a device that records its operations (what lies inside the timed region,
-and when the evaluator may write the inputs), the witness's arithmetic, and that an honest host-bound kernel is
+and what its stream waits for), the judges' and the witness's arithmetic, and that an honest host-bound kernel is
 no cheat."""
 import json
 import os
@@ -36,8 +36,14 @@ class RecordingDevice:
     def contest_clear(self):
         self.log("contest_clear")
 
-    def refill_l2(self):
-        self.log("refill_l2")
+    def wait_go(self, sequence):
+        self.log(f"wait_go {sequence}")
+
+    def signal_done(self, sequence):
+        self.log(f"done {sequence}")
+
+    def touch(self):
+        self.log("touch")
 
     def start(self):
         self.log("start")
@@ -57,29 +63,17 @@ class RecordingDevice:
         return self.gpu_ns * self.calls
 
 
-class Hold:
-    built_in = "harness"
-
-    def __init__(self, device):
-        self.device = device
-
-    def engage(self):
-        self.device.log("hold")
-
-    def timed_out(self):
-        return False
-
-
-def one_sample_ops(method, gpu=True):
+def one_sample_ops(method, gpu=True, calls=3, returned=None):
     device = RecordingDevice(gpu)
     c = torch.zeros(2, dtype=torch.float16)
 
     def kernel(data):
         device.log("call")
         device.calls += 1
-        return data[-1]
-    timed_sample(kernel, [(c,)] * 3, device, Hold(device), method, lambda kind, **_: device.log(kind),
-                 lambda: device.log("go"))
+        return data[-1] if returned is None else returned
+    report = timed_sample(kernel, [(c,)] * calls, device, method, lambda kind, **_: device.log(kind),
+                          lambda: device.log("go"), sequence=7)
+    device.ops.append(report)
     return device.ops
 
 
@@ -93,15 +87,36 @@ def test_nothing_but_the_calls_inside_the_timed_region(method):
     assert region(one_sample_ops(method, gpu=False)) == ["start", "call", "call", "call", "stop"]
 
 
-def test_the_calls_are_queued_behind_the_hold_before_the_evaluator_writes_the_inputs():
+def test_the_calls_wait_for_the_evaluators_go_and_done_follows_them_on_the_stream():
     ops = one_sample_ops("arena")
-    assert ops.index("hold") < ops.index("start") < ops.index("stop") < ops.index("queued") < ops.index("wait_end")
-    assert ops.index("hold") < ops.index("refill_l2") < ops.index("start")  # the contest's L2, in the calls' context
-    contest = one_sample_ops("contest")
-    assert "hold" not in contest and "refill_l2" not in contest
+    assert ops[:2] == ["synchronize", "wait_go 7"]  # the sample's number, as the evaluator armed it
+    assert ops.index("stop") < ops.index("done 7") < ops.index("queued") < ops.index("wait_end")
+    contest = one_sample_ops("contest")  # the contest's loop: its clear, no evaluator's clock
+    assert not [op for op in contest if str(op).startswith(("wait_go", "done"))]
     assert contest.index("contest_clear") < contest.index("start")
     cpu = one_sample_ops("arena", gpu=False)  # on a CPU the calls run only once the evaluator has written
     assert cpu.index("queued") < cpu.index("go") < cpu.index("call")
+    assert not [op for op in cpu if str(op).startswith(("wait_go", "done"))]
+
+
+def test_a_returned_output_is_in_its_slot_before_done():
+    """The evaluator's spot check reads the outputs right after "done": a kernel that returns another tensor has it
+    copied into c on the stream before "done"."""
+    device = RecordingDevice()
+    c = torch.zeros(2, dtype=torch.float16)
+    seen_at_done = []
+    device.signal_done = lambda sequence: seen_at_done.append(c.tolist())
+    report = timed_sample(lambda data: torch.full((2,), 3.0, dtype=torch.float16), [(c,)], device, "arena",
+                          lambda kind, **_: None, lambda: None, sequence=1)
+    assert seen_at_done == [[3.0, 3.0]] and report["problems"] == [""]
+    wrong = one_sample_ops("arena", calls=1, returned=torch.zeros(3, dtype=torch.float16))
+    assert "shape (3,)" in wrong[-1]["problems"][0]
+
+
+def test_a_null_sample_touches_memory_inside_its_region():
+    """The calibration's null sample stands a read of memory in for the calls (the clock's hand-over after a
+    footprint)."""
+    assert region(one_sample_ops("arena", calls=0)) == ["start", "touch", "stop"]
 
 
 def calibrated() -> Witness:
@@ -212,37 +227,6 @@ def test_records_say_which_timing_and_schema_produced_them(results_dir, timing):
     phases = stored[0]["phases_ns"]
     assert {"start", "ready", "calibrate", "load", "draw", "reference", "calls", "sample", "check"} <= set(phases)
     assert sum(phases.values()) > stored[0]["job_ns"]  # the worker's start-up and the warm-up came before the job
-
-
-def test_a_hold_the_hold_cache_lacks_is_built_in_the_files_cache_and_says_so(monkeypatch):
-    """harness.hold without a GPU: Triton stood in by a kernel that can only be built where the cache is writable."""
-    import types
-    fake = types.ModuleType("triton")
-    fake.jit = lambda fn: fn
-    fake.language = types.ModuleType("triton.language")
-    monkeypatch.setitem(sys.modules, "triton", fake)
-    monkeypatch.setitem(sys.modules, "triton.language", fake.language)
-    monkeypatch.delitem(sys.modules, "harness.hold", raising=False)
-    from harness import hold
-    from harness.protocol import FILE_TRITON_CACHE
-    built = []
-
-    class Kernel:
-        def __getitem__(self, grid):
-            def launch(*args, **kwargs):
-                if os.environ["TRITON_CACHE_DIR"] == "/hold-cache":  # read-only to the worker
-                    raise PermissionError(13, "Permission denied", "/hold-cache/x")
-                built.append(os.environ["TRITON_CACHE_DIR"])
-            return launch
-    monkeypatch.setattr(hold, "_hold_kernel", Kernel())
-    monkeypatch.setenv("TRITON_CACHE_DIR", "/hold-cache")
-    monkeypatch.setenv(FILE_TRITON_CACHE, "/builds/own/triton/cache")
-    stand_in = object.__new__(hold.StreamHold)
-    stand_in.programs, stand_in.timeout_ns, stand_in.host_flag, stand_in.built_in = 4, 1, None, None
-    stand_in.device_words = torch.zeros(2, dtype=torch.int32)
-    stand_in.engage()
-    stand_in.engage()
-    assert stand_in.built_in == "file" and built == ["/builds/own/triton/cache"] * 2
 
 
 def test_a_witness_verdict_names_a_crowded_machine():
@@ -381,49 +365,3 @@ def test_a_job_the_witness_has_not_settled_takes_more_samples(monkeypatch):
     finally:
         evaluation.close()
     assert result.status == "pass" and len(result.samples_ns) == 2 + 3
-
-
-def test_the_hold_is_built_once_then_its_mark_spares_the_build(monkeypatch, tmp_path):
-    """build_hold builds into the hold cache and leaves a mark; with the mark there it builds nothing (Triton's cache
-    check alone took 0.6 s of every run's start on an H100); a build that fails leaves no mark."""
-    import types
-
-    from harness.evaluator import evaluation as ev
-    built, fail = [], []
-
-    def build(folder):
-        if fail:
-            raise RuntimeError("no GPU")
-        built.append(folder)
-    monkeypatch.setitem(sys.modules, "harness.hold", types.SimpleNamespace(build=build))
-    mark = tmp_path / "built-x"
-    monkeypatch.setattr(ev, "hold_build_mark", lambda: mark)
-    once = ev.build_hold.__wrapped__
-    fail.append(True)
-    once()
-    assert not built and not mark.exists()
-    fail.clear()
-    once()
-    once()
-    assert built == [str(ev.HOLD_CACHE)] and mark.exists()
-
-
-def test_the_hold_marks_name_follows_python_triton_and_the_gpu(monkeypatch):
-    """The mark is named by what the built hold depends on; where no Triton distribution is found there is none."""
-    import importlib.metadata
-
-    from harness.evaluator import evaluation as ev
-    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *a: "GPU")
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (9, 0))
-    monkeypatch.setattr(importlib.metadata, "version", lambda name: "3.6.0")
-    first = ev.hold_build_mark()
-    assert first.parent == ev.HOLD_CACHE.parent and first == ev.hold_build_mark()
-    monkeypatch.setattr(ev.sys, "version", "3.99.0")
-    assert ev.hold_build_mark() != first
-    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *a: (10, 0))
-    assert ev.hold_build_mark() != first
-
-    def missing(name):
-        raise importlib.metadata.PackageNotFoundError(name)
-    monkeypatch.setattr(importlib.metadata, "version", missing)
-    assert ev.hold_build_mark() is None

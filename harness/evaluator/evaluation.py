@@ -9,11 +9,8 @@ every input against its private copy, looks for processes the worker left runnin
 against its own clock (harness.evaluator.witness). The worker only calls the kernel and reports; every verdict is
 made here.
 """
-import functools
 import gc
-import hashlib
 import math
-import sys
 import time
 from pathlib import Path
 from contextlib import contextmanager
@@ -29,12 +26,13 @@ from ..layout import flatten, output_buffers
 from ..protocol import Result
 from ..rules import ARENA, DEFAULT_TIMING
 from ..stats import calculate
-from .sandbox import HOLD_CACHE
+from .clock import ClockCalibration, ClockReading, EvaluatorClock
+from .judge import ClockJudge, Tally, WitnessJudge
 from .seeds import SeedSource
 from .slots import Layout, Slot
 from .supervisor import Verdict, WorkerProcess, take_spare
 from .telemetry import Telemetry
-from .witness import DISCARDED, WARM_UP, Calibration, Witness, WorkerCpu, run_delay_ns
+from .witness import Calibration, Witness, WorkerCpu, run_delay_ns
 
 STALE_HINT = ("\n(every earlier output was right, so the kernel may be returning outputs remembered from earlier "
               "calls: each timed call gets freshly drawn inputs)")
@@ -42,7 +40,8 @@ MODIFIED_INPUTS = "the submission modified its input tensors (other than the out
 WROTE_PADDING = "the submission wrote outside its tensors (into the padding between its inputs and outputs)"
 CALIBRATION_BYTES = {"cpu": (64 << 10, 4 << 20), "cuda": (64 << 20, 512 << 20)}  # a small and a large slot
 CALIBRATION_SLOTS = 16  # slots of the third null-sample configuration
-CALIBRATION_SAMPLES = 4
+CALIBRATION_SAMPLES = 8  # null samples per configuration (the first of each only warms the copy paths)
+CLOSE_GRACE_S = 5.0  # after the worker reported its sample, how long its "done" may still take to reach the evaluator
 
 
 def outputs_of(data) -> list:
@@ -110,8 +109,10 @@ class Sample:
     copy_ns: float  # of that, the copies of the outputs
     report: dict
     outputs: list
-    hold_released_early: bool
+    queued_late: bool  # the worker had not queued every call when the evaluator said go
     evaluator_waited_ns: float = 0.0  # of waited_ns, the evaluator's own thread's part
+    reading: ClockReading | None = None  # the evaluator's clock (GPU, arena timing)
+    early_call: int | None = None  # a spot-checked call whose output was not final when the sample closed
 
 
 @dataclass
@@ -148,44 +149,6 @@ class L2Flush:
         self.buffer.zero_()
 
 
-def hold_build_mark() -> Path | None:
-    """The file that says the hold cache holds this hold kernel for this Python, Triton, torch and GPU: named by a
-    hash of them and of harness/hold.py's source (read, not imported: importing it imports Triton). None where
-    Triton's version cannot be read: then every evaluator builds."""
-    from importlib.metadata import PackageNotFoundError, version
-    for name in ("triton", "pytorch-triton"):
-        try:
-            triton_version = version(name)
-            break
-        except PackageNotFoundError:
-            continue
-    else:
-        return None
-    source = (Path(__file__).resolve().parent.parent / "hold.py").read_bytes()
-    key = repr((source, sys.version, triton_version, torch.__version__, torch.version.cuda,
-                torch.cuda.get_device_name(), torch.cuda.get_device_capability()))
-    return HOLD_CACHE.parent / f"built-{hashlib.sha256(key.encode()).hexdigest()[:24]}"
-
-
-@functools.cache
-def build_hold() -> None:
-    """The worker's hold kernel built in the hold cache, where no worker may write (harness.hold), once per
-    evaluator process and only where no earlier build left its mark (a build is about 0.6 s of Triton's cache
-    check on an H100, even when it finds the kernel). Should the build fail, or the cache lose a piece after it,
-    the worker builds the hold in its file's own cache, the run's sandbox line says so, and the evaluator removes
-    the mark (Evaluation), so that the next run builds again."""
-    from ..hold import build
-    mark = hold_build_mark()
-    if mark is not None and mark.exists():
-        return
-    try:
-        build(str(HOLD_CACHE))
-    except Exception:  # noqa: BLE001 - the worker's fallback is named in the run's protection
-        return
-    if mark is not None:
-        mark.touch()
-
-
 class Evaluation:
     def __init__(self, task: str, path: str, timeout_s: float, timing: str = DEFAULT_TIMING, confined: bool = True,
                  source: str | None = None):
@@ -210,18 +173,16 @@ class Evaluation:
                                                                                            confined)
                 self.flush = L2Flush() if self.gpu else None
                 self.telemetry = Telemetry.open() if self.gpu else None
-                if self.gpu:
-                    build_hold()
             with self.unreported("ready"):  # what is left of the worker's start-up
                 self.worker.wait_ready()
             self.sandbox = self.worker.sandbox
+            self.clock = None
+            if self.gpu and timing == ARENA:
+                self.clock = EvaluatorClock()
+                self.worker.send("clock", handle=self.clock.handle())
+                self.worker.expect(("mapped",), time.monotonic() + timeout_s)
             with self.unreported("calibrate"):
-                self.witness_calibration = self.calibrate()
-            if self.hold_built_in == "file":
-                self.sandbox += "; the hold kernel was built in the file's own build cache, where it could plant one"
-                mark = hold_build_mark()
-                if mark is not None:
-                    mark.unlink(missing_ok=True)  # the hold cache lacks a piece: the next run builds it again
+                self.witness_calibration, self.clock_calibration = self.calibrate()
             with self.unreported("load"):
                 self.worker.send("load", source=self.source)
                 self.worker.expect(("loaded",), time.monotonic() + timeout_s + 60)
@@ -246,6 +207,8 @@ class Evaluation:
         fds = tuple(s.fd for s in self.slots if s.fd is not None)
         self.worker.send("slots", fds=fds, layout=layout.to_wire(), handles=[s.handle() for s in self.slots])
         self.worker.expect(("mapped",), self.deadline())
+        if self.clock is not None:
+            self.clock.watch(self.slots)
         return self.slots
 
     def deadline(self) -> float:
@@ -287,37 +250,62 @@ class Evaluation:
                 gc.enable()
 
     def _sample(self, calls, writes, method, null) -> Sample:
+        if self.clock is not None and method == ARENA:
+            return self._clocked_sample(calls, writes, null)
         self.settle()  # staged copies included, as calibration queues them just before
-        released_early = False
         worker = WorkerCpu.read(self.worker.process.pid, self.worker)
-        gpu_arena = self.gpu and method == ARENA
-        if gpu_arena:
-            self.worker.release(0)
-        if not gpu_arena:
-            t0, written, ours = self._witnessed_write(writes)
+        t0, written, ours = self._witnessed_write(writes)
         self.worker.send("arm", slots=[] if null else calls, method=method)
-        if gpu_arena:
-            wait = (self.worker.clear_ns or 40e6) / 1e9  # what the contest's clear would have hidden
-            queued = self.worker.expect(("queued",), min(self.deadline(), time.monotonic() + wait), patient=True)
-            released_early = queued is None
-            t0, written, ours = self._witnessed_write(writes)
-            self.worker.release(1)
-            if queued is None:
-                self.worker.expect(("queued",), self.deadline())
-        else:
-            self.worker.expect(("queued",), self.deadline())
-            if not self.gpu:
-                self.worker.send("go")
+        self.worker.expect(("queued",), self.deadline())
+        if not self.gpu:
+            self.worker.send("go")
         report = self.worker.expect(("sampled",), self.deadline())
         ours = run_delay_ns() - ours
         copying = time.perf_counter_ns()
-        outputs = [[b.clone() for b in outputs_of(self.slots[i].data)] for i in calls]
-        if self.gpu:
-            torch.cuda.synchronize()
+        outputs = self.outputs(calls)
         t1 = time.perf_counter_ns()
         witness_ns, copy_ns = t1 - t0, t1 - copying
         waited = ours + WorkerCpu.read(self.worker.process.pid, self.worker).credit_ns(worker)
-        return Sample(witness_ns, waited, written - t0 + copy_ns, copy_ns, report, outputs, released_early, ours)
+        return Sample(witness_ns, waited, written - t0 + copy_ns, copy_ns, report, outputs, False, ours)
+
+    def _clocked_sample(self, calls, writes, null) -> Sample:
+        """A sample under the evaluator's clock (harness.evaluator.clock): the worker queues its wait for "go", its
+        calls and "done"; then this stream writes the inputs, flushes the L2, opens, says go and waits for done. A
+        worker that has not said "queued" within the contest clear's duration (a custom_kernel that synchronizes
+        waits for "go" itself) gets its "go" anyway, as the contest's clear would have ended by then."""
+        self.settle()
+        sequence = self.clock.prepare_sample()
+        started = time.perf_counter_ns()
+        self.worker.send("arm", slots=[] if null else calls, method=ARENA, sequence=sequence)
+        wait = (self.worker.clear_ns or 40e6) / 1e9
+        queued = self.worker.expect(("queued",), min(self.deadline(), time.monotonic() + wait), patient=True)
+        try:
+            self.clock.begin()
+            for slot, staged in writes:
+                slot.write_staged(staged)
+            self.flush()
+            self.clock.open(sequence)
+            if queued is None:
+                self.worker.expect(("queued",), self.deadline())
+            report = self.worker.expect(("sampled",), self.deadline())
+            if not self.clock.wait(min(self.deadline(), time.monotonic() + CLOSE_GRACE_S)):
+                raise Verdict("tampered", "the worker reported its sample, but its stream never wrote \"done\" for the "
+                                          "evaluator's clock")
+        except BaseException:
+            self.clock.rescue(sequence)  # this stream waits for "done": it must go on whatever the worker did
+            raise
+        copying = time.perf_counter_ns()
+        outputs = self.outputs(calls)
+        ended = time.perf_counter_ns()
+        return Sample(ended - started, 0.0, 0.0, ended - copying, report, outputs, queued is None,
+                      reading=self.clock.reading(), early_call=self.clock.early_done())
+
+    def outputs(self, calls: list) -> list:
+        """The outputs of the calls in the slots, copied into the evaluator's own memory."""
+        outputs = [[b.clone() for b in outputs_of(self.slots[i].data)] for i in calls]
+        if self.gpu:
+            torch.cuda.synchronize()
+        return outputs
 
     def _witnessed_write(self, writes: list) -> tuple:
         """The witness's start, then the inputs written: (its clock, when the writes ended, the evaluator's waits
@@ -333,14 +321,14 @@ class Evaluation:
             self.flush()
             torch.cuda.synchronize()
 
-    def calibrate(self) -> Calibration:
-        """Null samples before any submission code runs: the protocol's remainder (what the witness does not time)
-        for one small slot, one large slot and many small slots."""
+    def calibrate(self) -> tuple[Calibration, ClockCalibration | None]:
+        """Null samples before any submission code runs, for one small slot, one large slot and many small slots: the
+        protocol's remainder (what the witness does not time) and, under the evaluator's clock, its fixed cost (the
+        window less the worker's events around its touch of memory)."""
         where = "cuda" if self.gpu else "cpu"
         small, large = CALIBRATION_BYTES[where]
-        points = []
+        points, fixed = [], []
         self.job_deadline = time.monotonic() + self.timeout_s
-        self.hold_built_in = None
         for nbytes, count in ((small, 1), (large, 1), (64, CALIBRATION_SLOTS)):
             def shaped(fill):  # an operand, a second one, an output: as a task's input tuple ends in c
                 return fill(nbytes), fill(64), torch.zeros(64, 64, dtype=torch.float16, device=where)
@@ -349,11 +337,12 @@ class Evaluation:
                                                                                device=where))) for _ in slots]
             for n in range(CALIBRATION_SAMPLES + 1):
                 result = self.sample(list(range(count)), list(zip(slots, privates)), self.timing, null=True)
-                self.hold_built_in = result.report.get("hold_built_in")
+                region = float(result.report.get("region_ns", 0))
                 if n:  # the first of each configuration warms the copy paths
-                    points.append(result.witness_ns - result.waited_ns - result.own_ns
-                                  - float(result.report.get("region_ns", 0)))
-        return Calibration(points)
+                    points.append(result.witness_ns - result.waited_ns - result.own_ns - region)
+                    if result.reading is not None:
+                        fixed.append(result.reading.window_ns - region)
+        return Calibration(points), ClockCalibration.fit(fixed) if fixed else None
 
     # -- jobs --------------------------------------------------------------------------------------------------
     def generate(self, job, seed: int, values: str | None = None):
@@ -461,81 +450,91 @@ class Evaluation:
         if failed:
             failed.message = f"general-value input: {failed.message}"
             return failed
-        witness = Witness(self.witness_calibration, "cuda" if self.gpu else "cpu")
-        durations, host_ns, pending, early = [], [], [], 0
+        clocked = self.clock is not None
+        judge = ClockJudge(self.clock_calibration, n) if clocked else \
+            WitnessJudge(Witness(self.witness_calibration, "cuda" if self.gpu else "cpu"), n)
+        tally = Tally()
         rule = job.stop
         sample_number = 0
-        timing_started, discarded_ns = time.perf_counter_ns(), 0  # the rule's clock: the timed loop's, as the
-        # contest's, less the samples the witness discarded
+        loop_started = time.perf_counter_ns()  # the rule's clock: the timed loop's, as the contest's
         if self.telemetry:
             self.telemetry.restart()
         while True:
             sample_number += 1
             iteration_started = time.perf_counter_ns()
             if job.record or sample_number == 1:  # a warm-up times one draw throughout, as the contest's loop does
-                with phases("draw"):
-                    draw = self.draw_timed(job, self.seeds.seed(self.jobs, job.label, job.index, job.values,
-                                                                sample_number), n)
-                    layout = self.slots[0].layout
-                    staged = layout.stage_cut(draw.whole, n) if draw.whole is not None else \
-                        [layout.stage(one) for one in draw.inputs]
-                    privates = [s.data for s in staged]
-                    self.settle()
-                with phases("reference"):  # of the draw, which the staged copies equal
-                    expected = self.task.reference_many(draw)
-                    del draw
-                    self.settle()
+                staged, expected = self.draw_sample(job, sample_number, n, phases)
             with phases("sample"):
-                result = self.sample(ids, list(zip(self.slots, staged)), job.timing)
+                result = self.sample(ids, list(zip(self.slots, staged)), self.timing)
             checked = time.perf_counter_ns()
             if self.telemetry:
                 self.telemetry.read()
+            failed = self.check_sample(job, sample_number, result, staged, expected)
+            if failed:
+                failed.first_call_ns = first_ns
+                return failed
             report = result.report
             region = number(report, "region_ns")
-            findings = [p for p in texts(report, "problems", n) if p]
-            if findings:
-                return Result("fail", f"sample {sample_number}: {findings[0]}", first_call_ns=first_ns)
-            grouped = isinstance(privates[0][0], list)
-            pairs = [pair for out, ref in zip(result.outputs, expected) for pair in zip(out, ref if grouped else [ref])]
-            for i, (out, ref) in enumerate([] if all_agree(pairs) else zip(result.outputs, expected)):
-                check = self.task.check_output(as_output(out, grouped), ref)
-                if not check.ok:
-                    hint = STALE_HINT if job.record else ""  # a warm-up times one draw throughout
-                    return Result("fail", f"sample {sample_number}: input {i}: {check.message}{hint}",
-                                  first_call_ns=first_ns)
-            for verdict in (self.staged_unchanged(staged, ids), self._processes()):
-                if verdict:
-                    return Result("fail", f"sample {sample_number}: {verdict}", first_call_ns=first_ns)
-            self_check = texts(report, "self_check")
-            if self_check:
-                return Result("tampered", f"sample {sample_number}: the worker's self-check found "
-                                          + "; ".join(self_check), first_call_ns=first_ns)
-            contradiction = witness.judge(result.witness_ns, result.waited_ns, region, result.own_ns, result.copy_ns)
-            if contradiction:
-                return Result("tampered", f"sample {sample_number}: {contradiction}{crowded(result)}",
+            if clocked:
+                judgement = judge.judge(result.reading, region, result.early_call)
+            else:
+                judgement = judge.judge(result.witness_ns, result.waited_ns, region, result.own_ns, result.copy_ns)
+            if judgement.verdict:
+                return Result("tampered", f"sample {sample_number}: {judgement.verdict}{crowded(result)}",
                               first_call_ns=first_ns)
-            per_call = None if witness.last == WARM_UP else region / n
-            if witness.last == DISCARDED:  # flagged: at least the slowest sample kept, or nothing
-                discarded_ns += time.perf_counter_ns() - iteration_started
-                per_call = max([per_call, *durations]) if durations else None
-            if per_call is not None:
-                durations.append(per_call)
-                host_ns.append(number(report, "host_ns") / n)
-                pending.append(number(report, "pending_ns"))
-                early += result.hold_released_early or report.get("hold_timed_out") is True
+            kept = tally.add(judgement, number(report, "host_ns") / n, number(report, "pending_ns"),
+                             result.queued_late, time.perf_counter_ns() - iteration_started)
             phases.ns["check"] += time.perf_counter_ns() - checked
-            if per_call is not None and rule.done(durations, time.perf_counter_ns() - timing_started - discarded_ns) \
-                    and witness.settled():
+            if kept and tally.finished(rule, time.perf_counter_ns() - loop_started, judge):
                 break
-        contradiction = witness.judge_all()
+        contradiction = judge.judge_all()
         if contradiction:
             return Result("tampered", contradiction, first_call_ns=first_ns)
-        return Result("pass", first_call_ns=first_ns, stats=calculate(durations).as_dict(), samples_ns=durations,
-                      host_ns=host_ns, hold_timeouts=early,
-                      hold_timeout_ns=self.worker.clear_ns if job.timing == ARENA and self.gpu else None,
-                      pending_max_ns=max(pending) if self.gpu else None, phases_ns=phases.ns,
+        return Result("pass", first_call_ns=first_ns, stats=calculate(tally.durations).as_dict(),
+                      samples_ns=tally.durations, host_ns=tally.host_ns, hold_timeouts=tally.queued_late,
+                      hold_timeout_ns=self.worker.clear_ns if self.timing == ARENA and self.gpu else None,
+                      pending_max_ns=max(tally.pending_ns) if self.gpu else None, phases_ns=phases.ns,
                       telemetry=self.telemetry.summary() if self.telemetry else None,
-                      job_ns=time.perf_counter_ns() - started, witness=witness.summary())
+                      job_ns=time.perf_counter_ns() - started, witness=None if clocked else judge.summary(),
+                      clock=judge.summary() if clocked else None, worker_stats=tally.worker_stats())
+
+    def draw_sample(self, job, sample_number: int, n: int, phases: Phases) -> tuple[list, list]:
+        """A timed sample's n inputs under the job's keyed seed, staged as the slots are laid out, and the reference
+        output of each, both computed to the end."""
+        with phases("draw"):
+            draw = self.draw_timed(job, self.seeds.seed(self.jobs, job.label, job.index, job.values, sample_number), n)
+            layout = self.slots[0].layout
+            staged = layout.stage_cut(draw.whole, n) if draw.whole is not None else \
+                [layout.stage(one) for one in draw.inputs]
+            self.settle()
+        with phases("reference"):  # of the draw, which the staged copies equal
+            expected = self.task.reference_many(draw)
+            del draw
+            self.settle()
+        return staged, expected
+
+    def check_sample(self, job, sample_number: int, result: Sample, staged: list, expected: list) -> Result | None:
+        """A timed sample's outputs, inputs, stray processes and the worker's self-check: a failing Result, or None."""
+        n = len(staged)
+        ids = list(range(n))
+        findings = [p for p in texts(result.report, "problems", n) if p]
+        if findings:
+            return Result("fail", f"sample {sample_number}: {findings[0]}")
+        privates = [s.data for s in staged]
+        grouped = isinstance(privates[0][0], list)
+        pairs = [pair for out, ref in zip(result.outputs, expected) for pair in zip(out, ref if grouped else [ref])]
+        for i, (out, ref) in enumerate([] if all_agree(pairs) else zip(result.outputs, expected)):
+            check = self.task.check_output(as_output(out, grouped), ref)
+            if not check.ok:
+                hint = STALE_HINT if job.record else ""  # a warm-up times one draw throughout
+                return Result("fail", f"sample {sample_number}: input {i}: {check.message}{hint}")
+        for verdict in (self.staged_unchanged(staged, ids), self._processes()):
+            if verdict:
+                return Result("fail", f"sample {sample_number}: {verdict}")
+        self_check = texts(result.report, "self_check")
+        if self_check:
+            return Result("tampered", f"sample {sample_number}: the worker's self-check found " + "; ".join(self_check))
+        return None
 
     def _processes(self) -> str:
         stray = self.worker.descendants()

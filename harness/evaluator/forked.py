@@ -6,9 +6,8 @@ Only an evaluator forked from a standing one (harness.evaluator.server) turns th
 the child becomes what a fresh interpreter would be when the worker's main starts (`worker`): a session of its own,
 stdin from /dev/null, stdout and stderr into the evaluator's pipe, the worker's environment and the repository as
 its folder, default signal handlers and none of the evaluator's exit handlers. It keeps no descriptor of the
-evaluator's but the ones it is passed (the channel, the hold's flag): not the standing evaluator's socket, not the
-connection to the command line that asked for the run, not the terminal; and no other worker's hold flag is mapped
-into it (the supervisor maps each with MADV_DONTFORK). The supervisor runs it either as the evaluator's child
+evaluator's but the one it is passed (the channel): not the standing evaluator's socket, not the connection to the
+command line that asked for the run, not the terminal. The supervisor runs it either as the evaluator's child
 (`start`) or as the first child of a namespace's init (harness.evaluator.namespaces).
 
 A child that does not exec holds a copy of the evaluator's memory as it was at the fork. So the evaluator lets it

@@ -6,8 +6,7 @@
   so reuse its own builds but never write another file's: one that planted a wrong extension in a shared
   cache would change the verdict of a later run of another file. Nothing a worker may write holds the
   repository, the results folder or the Python environment. The worker applies the rule itself before
-  importing torch (harness.worker.confine). Until it imports its file, the worker's Triton cache is the hold cache
-  (HOLD_CACHE, which it may not write), where the evaluator built the hold kernel (harness.hold).
+  importing torch (harness.worker.confine).
 - `trim_build_cache(folder)`: a file's build cache over BUILD_CACHE_CAP after its worker ends is removed whole (its
   next run builds again): one file cannot fill the disk run after run.
 - `startup_hooks()`: `.pth` files with code and sitecustomize/usercustomize modules on this interpreter's
@@ -24,10 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..paths import ROOT
-from ..protocol import FILE_TRITON_CACHE
 
 BUILDS = Path.home() / ".cache" / "nvfp4-arena" / "builds"
-HOLD_CACHE = Path.home() / ".cache" / "nvfp4-arena" / "hold" / "triton"  # the evaluator's hold build (harness.hold)
 BUILD_CACHE_CAP = 8 << 30  # bytes a file's build cache may keep between its runs
 CACHE_FOLDERS = {"TORCH_EXTENSIONS_DIR": "torch_extensions", "TRITON_CACHE_DIR": "triton/cache", "TRITON_HOME": "triton",
                  "CUTE_DSL_CACHE_DIR": "cute_dsl", "CUDA_CACHE_PATH": "nv", "XDG_CACHE_HOME": "xdg"}
@@ -100,8 +97,7 @@ def worker_environment(paths: list) -> tuple[dict, list[str], Scratch]:
     caches = cache_variables(folder)
     for cache in caches.values():
         real_folders(folder, Path(cache))
-    env = {**os.environ, **caches, "TMPDIR": scratch.name, "PYTHONDONTWRITEBYTECODE": "1",
-           "TRITON_CACHE_DIR": str(HOLD_CACHE), FILE_TRITON_CACHE: caches["TRITON_CACHE_DIR"]}
+    env = {**os.environ, **caches, "TMPDIR": scratch.name, "PYTHONDONTWRITEBYTECODE": "1"}
     return env, [scratch.name, str(folder)], scratch
 
 

@@ -52,7 +52,7 @@ REQUEST_S = 2.0  # how long a connected command line may take to send its reques
 POLL_S = 0.5  # how often the loop reaps finished runs while no request arrives
 LISTENER_ENV = "NVFP4_ARENA_SERVER_SOCKET"  # the listening socket's descriptor, kept across a restart
 SOURCES = ("run.py", "task.py", "leaderboard_shapes.yaml", "harness", "reference")  # what a digest covers
-WARM = ("torch", "numpy", "pandas", "triton", "harness.device", "harness.hold", "harness.precheck",
+WARM = ("torch", "numpy", "pandas", "triton", "harness.device", "harness.stream_words", "harness.precheck",
         "harness.evaluator.runner", "harness.views.report", "harness.views.previous", "harness.worker.__main__",
         "harness.worker.confine", "harness.worker.sample", "harness.worker.explain", "harness.layout")
 PR_SET_PDEATHSIG = 1

@@ -22,14 +22,13 @@ def input_seeds(task: str, seed: int) -> list[int]:
     return task_rules(task).input_seeds(seed)
 
 
-def _job(mode: str, case: Case, timing: str, values: str = "contest", stop=None, record=True) -> Job:
+def _job(mode: str, case: Case, values: str = "contest", stop=None, record=True) -> Job:
     seeds = input_seeds(case.task, case.args["seed"]) if mode == "benchmark" else [case.args["seed"]]
-    return Job(mode, case.kind, case.index, case.label, case.spec, case.args, values, seeds, stop, record, timing,
+    return Job(mode, case.kind, case.index, case.label, case.spec, case.args, values, seeds, stop, record,
                case.sol_b200_us)
 
 
-def build_jobs(task: str, mode: str, shapes: str, secret_seed: int | None = None, only=None,
-               timing: str = DEFAULT_TIMING) -> list[Job]:
+def build_jobs(task: str, mode: str, shapes: str, secret_seed: int | None = None, only=None) -> list[Job]:
     """The contest's jobs for a mode: shapes='contest' uses its tests/benchmarks, 'smoke' the tiny CPU
     shapes for both; `only` keeps just the cases with those indices; warm-ups are not recorded. Leaderboard
     seeds come from a keyed hash (harness.evaluator.seeds) under a key drawn here, or derived from
@@ -46,19 +45,19 @@ def build_jobs(task: str, mode: str, shapes: str, secret_seed: int | None = None
     rules = replace(contest, **{name: for_device(getattr(contest, name), gpu) for name in
                                 ("warmup", "benchmark", "leaderboard_warmup", "leaderboard")})
     if mode == "test":
-        return [_job("test", c, timing, values) for values in ("contest", "general") for c in tests]
+        return [_job("test", c, values) for values in ("contest", "general") for c in tests]
     if mode == "benchmark":
-        warm = _job("benchmark", benches[0], timing, stop=rules.warmup, record=False)
-        return [warm] + [_job("benchmark", c, timing, stop=rules.benchmark) for c in benches]
+        warm = _job("benchmark", benches[0], stop=rules.warmup, record=False)
+        return [warm] + [_job("benchmark", c, stop=rules.benchmark) for c in benches]
     if mode == "leaderboard":
         keyed = SeedSource(None if secret_seed is None else secret_seed.to_bytes(16, "little"))
         warmed = benches if rules.leaderboard_warms_every_shape else benches[:1]
-        warm = [_job("benchmark", c, timing, stop=rules.leaderboard_warmup, record=False) for c in warmed]
-        timed = [_job("benchmark", c.with_seed(keyed.seed("leaderboard", c.index, c.args["seed"])), timing,
+        warm = [_job("benchmark", c, stop=rules.leaderboard_warmup, record=False) for c in warmed]
+        timed = [_job("benchmark", c.with_seed(keyed.seed("leaderboard", c.index, c.args["seed"])),
                       stop=rules.leaderboard) for c in benches]
         return warm + timed
     if mode == "profile":
-        return [_job("profile", c, timing) for c in benches]
+        return [_job("profile", c) for c in benches]
     raise ValueError(f"unknown mode {mode!r}; one of {', '.join(MODES)}")
 
 
@@ -87,7 +86,7 @@ class RunSummary:
 
 
 def make_record(sub: Submission, mode: str, job: Job, result: Result, device: dict, run_id: str,
-                calibration: dict, sandbox: str = "", hooks: list | None = None) -> Record:
+                calibration: dict, sandbox: str = "", hooks: list | None = None, timing: str = DEFAULT_TIMING) -> Record:
     task = get_task(sub.task)
     flops, nbytes = task.flops(**job.args), task.bytes_moved(**job.args)
     peak = sol.peak_for(device.get("name"))
@@ -98,7 +97,7 @@ def make_record(sub: Submission, mode: str, job: Job, result: Result, device: di
         run_id=run_id, timestamp=results.now(), task=sub.task, version=sub.version, submission=results.repo_path(sub.path),
         sha256=sub.sha256, mode=mode, kind=job.kind, index=job.index, shape=job.label, spec=job.spec,
         values=job.values, seed=job.seeds[0], n_inputs=len(job.seeds), status=result.status, message=result.message,
-        timing=job.timing, first_call_ns=result.first_call_ns, stats=stats, samples_ns=result.samples_ns,
+        timing=timing, first_call_ns=result.first_call_ns, stats=stats, samples_ns=result.samples_ns,
         host_ns=host_ns, host_bound=host_ns > stats["mean"] if host_ns and stats else None,
         hold_timeouts=result.hold_timeouts, hold_timeout_ns=result.hold_timeout_ns,
         pending_max_ns=result.pending_max_ns, flops=flops, bytes=nbytes,
@@ -106,7 +105,8 @@ def make_record(sub: Submission, mode: str, job: Job, result: Result, device: di
         measured_sol_ns=sol.measured_sol_ns(sub.task, flops, nbytes, calibration),
         sol_b200_ns=job.sol_b200_us * 1e3 if job.sol_b200_us else None, gpu=device, git=results.git_state(),
         phases_ns=result.phases_ns, job_ns=result.job_ns, sandbox=sandbox, startup_hooks=hooks or [],
-        witness=result.witness, telemetry=result.telemetry, profile=result.report, code_sha256=sub.code_sha256)
+        witness=result.witness, telemetry=result.telemetry, profile=result.report, code_sha256=sub.code_sha256,
+        clock=result.clock, worker_stats=result.worker_stats)
     if stats and record.sol_ns and stats["mean"] < IMPOSSIBLE_FRACTION * record.sol_ns:
         record.status = "impossible"
         record.message = (f"mean {stats['mean'] / 1e3:.2f} µs is faster than this GPU's speed of light "
@@ -186,7 +186,7 @@ def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = N
             timing: str = DEFAULT_TIMING, keep_going: bool = False) -> RunSummary:
     """Run every job of the mode; records are appended to `record_to` as they finish (if that fails,
     the run goes on and `unstored` says why)."""
-    jobs = build_jobs(sub.task, mode, shapes, secret_seed, only, timing)
+    jobs = build_jobs(sub.task, mode, shapes, secret_seed, only)
     summary = RunSummary(sub, mode, shapes, timing, device=describe(), hooks=startup_hooks())  # the evaluator's view
     run_id = uuid.uuid4().hex[:12]
     calibration = sol.load_calibration(results.results_dir() / "calibration.json", summary.device.get("name"))
@@ -198,7 +198,7 @@ def execute(sub: Submission, mode: str, shapes: str, timeout_s: float | None = N
         if not job.record:
             return
         rec = make_record(sub, mode, job, result, summary.device, run_id, calibration, summary.sandbox,
-                          summary.hooks).to_json()
+                          summary.hooks, timing).to_json()
         summary.records.append(rec)
         if record_to is not None and mode in RECORDED_MODES and not summary.unstored:
             try:
@@ -223,7 +223,7 @@ def measure_interleaved(subs: list, shapes: str, rounds: int, on_round=None, tim
     A version whose worker does not start or that fails a round is a RuntimeError, or with on_fail given,
     on_fail(version, why) and the rounds go on without it (it is left out of the result)."""
     task = subs[0].task
-    jobs = build_jobs(task, "benchmark", shapes, timing=timing)
+    jobs = build_jobs(task, "benchmark", shapes)
     timeout_s = TIMEOUT_S["benchmark"]
     evaluations = {}
 

@@ -34,6 +34,17 @@ def segment_bytes(nbytes: int) -> int:
     return max(-(-nbytes // SEGMENT_ALIGN) * SEGMENT_ALIGN, OWN_SEGMENT_BYTES)
 
 
+def ipc_handle(buffer: torch.Tensor) -> str:
+    """A CUDA buffer's IPC handle (torch's own reduction) as hex, which harness.layout.open_cuda maps."""
+    from multiprocessing.reduction import ForkingPickler
+
+    from torch.multiprocessing.reductions import init_reductions
+    init_reductions()
+    out = io.BytesIO()
+    ForkingPickler(out).dump(buffer)
+    return out.getvalue().hex()
+
+
 @dataclass
 class Layout:
     structure: object
@@ -135,16 +146,8 @@ class Slot:
         self.data = unflatten(layout.structure, self.tensors)
 
     def handle(self) -> dict:
-        """What the worker needs to map this slot: the CUDA IPC handle (torch's own reduction) as hex."""
-        if "cuda" not in self.buffers:
-            return {}
-        from multiprocessing.reduction import ForkingPickler
-
-        from torch.multiprocessing.reductions import init_reductions
-        init_reductions()
-        out = io.BytesIO()
-        ForkingPickler(out).dump(self.buffers["cuda"])
-        return {"cuda": out.getvalue().hex()}
+        """What the worker needs to map this slot: its CUDA buffer's IPC handle."""
+        return {"cuda": ipc_handle(self.buffers["cuda"])} if "cuda" in self.buffers else {}
 
     def isolated(self, segments: list | None = None) -> bool:
         """True when the CUDA segment the worker maps holds this slot's buffer and nothing else. segments: the

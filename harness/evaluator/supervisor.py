@@ -16,7 +16,6 @@ stdout and stderr are drained by a thread and forwarded up to a cap.
 """
 import atexit
 import ctypes
-import mmap
 import os
 import signal
 import socket
@@ -196,15 +195,11 @@ class WorkerProcess:
         self.preexisting = {identity(pid) for pid in _children()}
         ours, theirs = socket.socketpair()
         self.fd = ours.detach()
-        flag_fd = os.memfd_create("nvfp4-arena-hold", os.MFD_CLOEXEC)
-        os.ftruncate(flag_fd, 4096)
-        self.flag = mmap.mmap(flag_fd, 4096)
-        self.flag.madvise(mmap.MADV_DONTFORK)  # a worker forked later does not map this worker's flag
         env, self.writable, self.scratch = worker_environment([path])
-        fds = (theirs.fileno(), flag_fd)
+        fds = (theirs.fileno(),)
 
         def become(parent: int):
-            args = ["--task", task, "--channel", str(fds[0]), "--flag", str(flag_fd), "--parent", str(parent),
+            args = ["--task", task, "--channel", str(fds[0]), "--parent", str(parent),
                     *[f"--writable={w}" for w in self.writable], *([] if confined else ["--unconfined"]), "--",
                     str(path)]
             return forked.worker(args, env, fds, fresh=not forked.possible())
@@ -226,7 +221,6 @@ class WorkerProcess:
             self._admit(self.process.pid)
         self.identity = identity(self.process.keeper if self.contained else self.process.pid)
         theirs.close()
-        os.close(flag_fd)
         _LIVE.add(self)
         self.reader = channel.Reader(self.fd)
         self.output = _Output(self.process.stdout)
@@ -244,8 +238,8 @@ class WorkerProcess:
             self.cgroup = None
 
     def wait_ready(self):
-        """The worker's "ready": its interpreter, torch and CUDA context up, confined; its sandbox and the hold's
-        timeout as it reported them."""
+        """The worker's "ready": its interpreter, torch and CUDA context up, confined; its sandbox and the contest
+        clear's duration as it reported them."""
         ready = self.expect(("ready",), time.monotonic() + self.timeout_s + STARTUP_GRACE_S)
         self.ready = True
         self.sandbox = "; ".join([str(ready.get("sandbox", "none: unreported")), self.walls.phrase(),
@@ -293,10 +287,6 @@ class WorkerProcess:
             return ""
         return (f" (the worker maps its slots from inside namespaces of its own; where this GPU's CUDA IPC refuses "
                 f"them, {NAMESPACES_ENV}=off starts workers without, and the sandbox line says so)")
-
-    def release(self, value: int):
-        """Write the hold's flag in the page the worker's hold kernel polls."""
-        self.flag[0:4] = int(value).to_bytes(4, "little")
 
     def freeze(self, frozen: bool) -> None:
         """Stop the worker and every process it started (SIGSTOP), or let them go on (SIGCONT): a worker waiting

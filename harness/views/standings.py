@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from .. import results
-from ..protocol import ARENA_REFILL_SCHEMA, timing_of
-from ..rules import ARENA, DEFAULT_TIMING
+from ..protocol import ARENA_REFILL_SCHEMA, WORKER_ARENA_TIMING, timing_of
+from ..rules import DEFAULT_TIMING
 from .lineage import ViewError
 from ..submission import POPCORN, Submission
 
@@ -21,7 +21,9 @@ BOARD = "leaderboard.jsonl"
 class Board:
     """Ranked entries of one timing method, and what they span: `rows` under fixed snake_case keys with times in
     ns (the --json, docs/json.md), `table` the same under the table's headers with times in µs. An entry's `schema`
-    is its records' (docs/records.md): arena entries of schema 7 were timed with the L2 refill, older ones without."""
+    is its records' (docs/records.md): from schema 8 an arena entry is the evaluator's clock; older arena entries read
+    as arena-worker (the worker's events), of which those of schema 7 were timed with the L2 refill, older ones
+    without."""
 
     timing: str
     gpus: list[str]
@@ -124,8 +126,9 @@ def standings(task: str | None = None, gpu: str | None = None, timing: str = DEF
         return Board(timing, [], [],
                      f"no {timing}-timed entries{f' for {task}' if task else ''} yet (`run.py submit` adds them); "
                      f"stored: {counts(df, 'timing')}: --timing {df['timing'].value_counts().index[0]} shows them")
-    # arena entries from before the L2 refill (older entries carry no schema) read 2-3% fast on gemv: another method
-    older = picked[picked["schema"].fillna(0) < ARENA_REFILL_SCHEMA] if timing == ARENA else picked.iloc[:0]
+    # worker-timed arena entries from before the L2 refill (older entries carry no schema) read 2-3% fast on gemv
+    older = picked[picked["schema"].fillna(0) < ARENA_REFILL_SCHEMA] if timing == WORKER_ARENA_TIMING \
+        else picked.iloc[:0]
     note = ""
     if not older.empty and not all_schemas:
         picked = picked.drop(older.index)

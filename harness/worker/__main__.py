@@ -1,7 +1,7 @@
 """The worker process: confines itself, opens the device, imports one submission and calls it as the evaluator
 says.
 
-`python -m harness.worker --task T --channel FD --flag FD --parent PID --writable DIR... -- FILE`, started by
+`python -m harness.worker --task T --channel FD --parent PID --writable DIR... -- FILE`, started by
 harness.evaluator.supervisor. Order matters: the sandbox (harness.worker.confine) goes on before torch is
 imported; "ready" (sandbox, the contest clear's duration) is sent and the evaluator's witness calibration runs
 before any submission code does; only then "load" imports the file. After that the process is the submission's: everything it sends
@@ -9,7 +9,6 @@ is a claim the evaluator checks, and it holds nothing worth stealing (no seed, k
 """
 import argparse
 import math
-import mmap
 import os
 import sys
 from pathlib import Path
@@ -54,15 +53,7 @@ class Worker:
         self.check = None
         self.slots = {}
         self.device = device.open_device(task_rules(args.task).eval.clear_bytes)
-        self.hold = None
-        if self.device.gpu:
-            from harness.hold import StreamHold
-            page = mmap.mmap(args.flag, 4096)
-            flag = torch.frombuffer(page, dtype=torch.int32, count=1)
-            torch.cuda.cudart().cudaHostRegister(flag.data_ptr(), 4096, 0)
-            self.hold = StreamHold(flag)
-            self.hold.warm()
-        else:
+        if not self.device.gpu:
             torch.set_num_threads(1)  # as the evaluator: idle OpenMP threads spin, and would share other workers' cores
         self.send("ready", sandbox=sandbox.line, cgroup_bound=sandbox.cgroup_bound, clear_ns=self.device.clear_ns)
 
@@ -73,14 +64,12 @@ class Worker:
         return self.reader.receive(math.inf)
 
     def load(self, source: str | None):
-        from harness.protocol import FILE_TRITON_CACHE
         from harness.submission import import_submission
         from harness.worker import sample
-        if FILE_TRITON_CACHE in os.environ:  # the hold was built in the harness's cache; the file builds in its own
-            os.environ["TRITON_CACHE_DIR"] = os.environ.pop(FILE_TRITON_CACHE)
-        harness_modules = [sys.modules[name] for name in ("harness.device", "harness.hold") if name in sys.modules]
+        harness_modules = [sys.modules[name] for name in ("harness.device", "harness.stream_words")
+                           if name in sys.modules]
         check = sample.SelfCheck([sample, sys.modules[__name__], self.channel, *harness_modules], self.device,
-                                 (self.device, self.hold))
+                                 (self.device, getattr(self.device, "words", None)))
         self.kernel = import_submission(Path(self.path), source).custom_kernel
         check.imported()
         self.check = check
@@ -112,10 +101,13 @@ class Worker:
         elif kind == "call":
             self.send("called", calls=[sample.call_once(self.kernel, self.slots[i], self.device)
                                        for i in message["slots"]])
+        elif kind == "clock":
+            self.device.map_clock(message["handle"])
+            self.send("mapped", slots=0)
         elif kind == "arm":
             batch = [self.slots[i] for i in message["slots"]]
-            result = sample.timed_sample(self.kernel, batch, self.device, self.hold, message["method"], self.send,
-                                         self.wait_go)
+            result = sample.timed_sample(self.kernel, batch, self.device, message["method"], self.send,
+                                         self.wait_go, message.get("sequence", 0))
             result["self_check"] = self.check.findings() if self.check else []
             self.send("sampled", **result)
         elif kind == "profile":
@@ -143,7 +135,6 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="nvfp4-arena worker (started by harness.evaluator.supervisor)")
     parser.add_argument("--task", required=True)
     parser.add_argument("--channel", type=int, required=True)
-    parser.add_argument("--flag", type=int, required=True)
     parser.add_argument("--parent", type=int, required=True)
     parser.add_argument("--writable", action="append", default=[])
     parser.add_argument("--unconfined", action="store_true")

@@ -1,12 +1,13 @@
 """What the worker does around the submission's calls: one untimed call, or one timed sample.
 
-A timed sample is the contest's: the N calls back to back between two CUDA events. On a GPU with arena
-timing the worker queues the hold, the L2's refill (the contest's randn, in this context), the start event,
-the N calls and the end event, says "queued", and the evaluator then writes the inputs, flushes the L2 and
-releases the hold; under contest timing the evaluator has written the inputs first and the worker runs the
-contest's clear. On a CPU the calls run when the
-evaluator says "go". Afterwards each returned output that is not its slot's c is copied into c, where the
-evaluator reads it. Nothing here decides a verdict: every number and output goes to the evaluator.
+A timed sample is the contest's: the N calls back to back between two CUDA events. On a GPU with arena timing the
+worker's stream waits for the evaluator's "go", then runs the start event, the N calls, the end event, the copies of
+any returned output that is not its slot's c into c, and writes "done"; the worker says "queued" once all of it is
+queued, and the evaluator then writes the inputs, flushes the L2 and gives "go". The evaluator's own clock around
+"go" and "done" is the number that ranks (harness.evaluator.clock); the events here are a cross-check. Under contest
+timing the evaluator has written the inputs first and the worker runs the contest's clear and times the calls with
+its events. On a CPU the calls run when the evaluator says "go", and are copied into c afterwards. Nothing here
+decides a verdict: every number and output goes to the evaluator.
 """
 import gc
 import sys
@@ -71,21 +72,27 @@ def call_once(kernel, data, device) -> dict:
     return {"host_ns": host_ns, "problem": problem}
 
 
-def timed_sample(kernel, batch: list, device, hold, method: str, send, wait_go) -> dict:
-    """One sample of N calls; sends "queued" once they are queued (GPU) or before they run (CPU)."""
+def timed_sample(kernel, batch: list, device, method: str, send, wait_go, sequence: int = 0) -> dict:
+    """One sample of N calls (none: a null sample of the calibration, which touches memory instead); sends "queued"
+    once they are queued (GPU) or before they run (CPU)."""
+    clocked = device.gpu and method != CONTEST
     with collector_paused():
         device.synchronize()
         if device.gpu:
-            if method == CONTEST:
-                device.contest_clear()
+            if clocked:
+                device.wait_go(sequence)
             else:
-                hold.engage()
-                device.refill_l2()
+                device.contest_clear()
             device.start()
             queued = time.perf_counter_ns()
             outs = [kernel(d) for d in batch]
+            if not batch:
+                device.touch()
             host_ns = time.perf_counter_ns() - queued
             device.stop()
+            if clocked:  # the outputs in place before "done": the evaluator's spot check reads them then
+                problems = [place_output(o, d) for o, d in zip(outs, batch)]
+                device.signal_done(sequence)
             send("queued", host_ns=host_ns)
         else:
             send("queued", host_ns=0)
@@ -97,25 +104,24 @@ def timed_sample(kernel, batch: list, device, hold, method: str, send, wait_go) 
         end_reached = device.wait_end()
         pending_ns = device.pending_ns(end_reached)
         region_ns = device.elapsed_ns()
-        timed_out = bool(device.gpu and method != CONTEST and hold.timed_out())
-    problems = [place_output(o, d) for o, d in zip(outs, batch)]
+    if not clocked:
+        problems = [place_output(o, d) for o, d in zip(outs, batch)]
     device.synchronize()
-    return {"region_ns": region_ns, "host_ns": host_ns, "pending_ns": pending_ns, "hold_timed_out": timed_out,
-            "problems": problems, "hold_built_in": hold.built_in if hold else None}
+    return {"region_ns": region_ns, "host_ns": host_ns, "pending_ns": pending_ns, "problems": problems}
 
 
 class SelfCheck:
     """Defence in depth inside the worker (a speed bump: the submission shares this process and can undo any of
     it): after each sample, no torch function or dispatch mode left on, no trace or profile hook, no thread the
-    sample started, the worker's own functions and its classes' methods unreplaced (its device's refill and start
-    among them), and its CUDA context's persisting-L2 limit as it was before the submission was imported (lines
-    kept persisting would survive the L2 flush; the limit is per context, so only the worker can read it). The
-    evaluator's checks do not depend on it."""
+    sample started, the worker's own functions and its classes' methods unreplaced (its device's wait for "go",
+    write of "done" and start among them), and its CUDA context's persisting-L2 limit as it was before the
+    submission was imported (lines kept persisting would survive the L2 flush; the limit is per context, so only the
+    worker can read it). The evaluator's checks do not depend on it."""
 
     def __init__(self, modules: list, device, instances: tuple = ()):
         """Made before the submission is imported, so that what its import replaces is found too. modules: whose
         functions, modules, and classes' methods must stay as they are; instances: objects of the worker's (its
-        device, its hold) whose methods no attribute of their own may shadow."""
+        device, the evaluator's clock words it maps) whose methods no attribute of their own may shadow."""
         self.device = device
         self.l2_limit = device.persisting_l2_limit()
         # the probes, bound now: swapping the torch, sys or threading these modules name changes none of them

@@ -1,5 +1,5 @@
 """Honest gemm that prints, once, what its process holds: whether the evaluator's modules came with it (a worker
-forked from the evaluator has them), where each of its file descriptors leads, and how many hold flags it maps."""
+forked from the evaluator has them) and where each of its file descriptors leads."""
 import json
 import os
 import sys
@@ -13,9 +13,7 @@ for fd in os.listdir("/proc/self/fd"):
         fds[fd] = os.readlink(f"/proc/self/fd/{fd}")
     except OSError:
         continue
-with open("/proc/self/maps") as maps:
-    holds = sum("nvfp4-arena-hold" in line for line in maps)
-print("PROCESS " + json.dumps({"forked": "harness.evaluator.session" in sys.modules, "fds": fds, "holds": holds,
+print("PROCESS " + json.dumps({"forked": "harness.evaluator.session" in sys.modules, "fds": fds,
                                "argv": sys.argv, "cwd": os.getcwd(), "tmpdir": os.environ.get("TMPDIR")}), flush=True)
 
 

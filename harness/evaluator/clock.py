@@ -1,0 +1,178 @@
+"""The evaluator's clock on a GPU: the time that ranks, taken in the evaluator's own CUDA context.
+
+Per timed sample the worker's stream queues a wait for "go", its calls between its own events, the copies of any
+returned output into its slot's c, and a write of "done" (harness.stream_words); the evaluator's stream then writes
+the sample's inputs and flushes the L2, records `opened`, writes "go", waits for "done" and records `closed`. The
+window opened -> closed holds every call, with nothing of the evaluator's inside it, and comes from events of the
+evaluator's own context, which the worker cannot reach. Three facts about two CUDA contexts on one GPU make it hold
+(measured on an H200, scripts/clock_probe.py, results/h200/clock_2026-11-28/NOTES.md):
+
+- Contexts take the GPU in turns. While the evaluator's context has work (its writes, its flush), the worker's
+  kernels do not run: a kernel of the worker's spinning across the evaluator's writes was off the GPU from the
+  evaluator's first write until after "go". The worker's context gets the GPU when the evaluator's stream blocks on
+  "done", and the evaluator's gets it back only when the worker's context has nothing left to run or its time
+  slice (about 2.1 ms) ends. So work the worker left on any stream after writing "done" is inside the window
+  (a second stream's 500 µs tail moved `closed` by 500 µs), unless it outlasts a time slice.
+- What outlasts a time slice is caught by the spot check: right after `closed`, in the same turn of the
+  evaluator's context, it copies random elements of the outputs of random calls (the last one always) into its own
+  memory; every one must equal what the outputs hold once the sample is over, else "done" came before the work.
+  Before "go" nothing of the worker's ran on the GPU, so no output could exist then.
+- Each hand-over between the contexts costs about 150 µs, far more than a call; the calibration measures it. Before
+  any code of the file is imported, null samples run the same protocol with a read of twice the L2 between the
+  worker's events (a call's footprint: the hand-over back to the evaluator takes about 5 µs longer after the worker
+  touched memory than after it touched none); the fixed cost is the median of their windows less the worker's
+  events, and its spread the scaled median absolute deviation. A sample's time is its window less that fixed cost.
+
+Samples whose writes and flush took more than PREEMPTED_NS longer than the job's quickest had another context on
+the GPU inside them, perhaps the worker's with the inputs in place: their time is not kept as their own (the job
+counts them as at least its slowest kept sample, as it does the witness's discards).
+"""
+import random
+import statistics
+import time
+from dataclasses import asdict, dataclass
+
+import torch
+
+from ..stream_words import COUNT, DONE, GO, StreamWords
+from .slots import ipc_handle, segment_bytes
+
+PREEMPTED_NS = 1_000_000  # writes and flush this much slower than the job's quickest: another context took a turn
+SPOT_CALLS = 8  # calls of a sample spot-checked after "done" (the last one always)
+SPOT_ELEMENTS = 64  # elements of each of their output buffers
+POLL_S = 50e-6  # the host's poll of the closing event while it waits
+
+
+@dataclass(frozen=True)
+class ClockCalibration:
+    """The fixed cost of a sample under the evaluator's clock on this GPU, from null samples (ns)."""
+
+    fixed_ns: float  # median of (window less the worker's events)
+    spread_ns: float  # 1.4826 x the median absolute deviation from it: one sample's uncertainty
+    samples: int
+
+    @classmethod
+    def fit(cls, windows_less_worker_ns: list) -> "ClockCalibration":
+        fixed = statistics.median(windows_less_worker_ns)
+        spread = 1.4826 * statistics.median(abs(v - fixed) for v in windows_less_worker_ns)
+        return cls(fixed, spread, len(windows_less_worker_ns))
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class ClockReading:
+    """One sample under the evaluator's clock (ns)."""
+
+    window_ns: float  # opened -> closed
+    writes_ns: float  # the evaluator's writes and flush before "go"
+
+    def calls_ns(self, calibration: ClockCalibration) -> float:
+        """The sample's calls, as the evaluator's clock saw them."""
+        return self.window_ns - calibration.fixed_ns
+
+
+class SpotCheck:
+    """Random elements of random calls' outputs, gathered by the evaluator's stream right after `closed` into its own
+    memory, and compared with the outputs once the sample is over. Index tensors and results are allocated when the
+    job starts: nothing may allocate or load a module while the evaluator's stream waits for the worker."""
+
+    def __init__(self, slots: list):
+        self.rng = random.SystemRandom()
+        self.regions = []  # per slot: its output buffers, each viewed as int16 elements of its span
+        for slot in slots:
+            spans = [slot.layout.tensors[i] for i in slot.layout.outputs]
+            self.regions.append([slot.buffers["cuda"][s["offset"]:s["offset"] + s["bytes"] // 2 * 2].view(torch.int16)
+                                 for s in spans])
+        width = min(SPOT_CALLS, len(slots)) * max(len(r) for r in self.regions)
+        self.index = torch.zeros(width, SPOT_ELEMENTS, dtype=torch.int64, device="cuda")
+        self.seen = torch.zeros(width, SPOT_ELEMENTS, dtype=torch.int16, device="cuda")
+        self.picked = []
+        self.pick()
+        self.gather()  # loads the gather's kernel before any stream waits
+        torch.cuda.synchronize()
+
+    def pick(self):
+        """This sample's calls and elements, chosen by the evaluator (the worker sees none of its memory)."""
+        last = len(self.regions) - 1
+        calls = [last] + self.rng.sample(range(last), min(SPOT_CALLS, len(self.regions)) - 1)
+        self.picked = [(call, region) for call in calls for region in self.regions[call]]
+        rows = [[self.rng.randrange(region.numel()) for _ in range(SPOT_ELEMENTS)] for _, region in self.picked]
+        self.index[:len(rows)].copy_(torch.tensor(rows, dtype=torch.int64))
+
+    def gather(self):
+        for row, (_, region) in enumerate(self.picked):
+            torch.index_select(region, 0, self.index[row], out=self.seen[row])
+
+    def changed_call(self) -> int | None:
+        """The first spot-checked call whose output changed after `closed`, or None (synchronizes)."""
+        for row, (call, region) in enumerate(self.picked):
+            if not torch.equal(region.index_select(0, self.index[row]), self.seen[row]):
+                return call
+        return None
+
+
+class EvaluatorClock:
+    """The words, events and spot check of the evaluator's end of the clock, for one worker."""
+
+    def __init__(self):
+        self.pool = torch.cuda.MemPool()  # a segment of its own: the worker maps nothing else with the words
+        with torch.cuda.use_mem_pool(self.pool):
+            self.buffer = torch.zeros(segment_bytes(4 * COUNT), dtype=torch.uint8, device="cuda")
+        self.words = StreamWords(self.buffer.data_ptr())
+        self.rescue_stream = torch.cuda.Stream()
+        self.opened, self.closed = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        self.started = torch.cuda.Event(enable_timing=True)
+        self.sequence = 0
+        self.spot = None
+
+    def handle(self) -> str:
+        return ipc_handle(self.buffer)
+
+    def watch(self, slots: list):
+        """A new set of slots: the spot check's views of their outputs."""
+        self.spot = SpotCheck(slots) if slots else None
+
+    def prepare_sample(self) -> int:
+        """The next sample's number, and the spot check's picks for it (before the worker is armed)."""
+        self.sequence += 1
+        if self.spot is not None:
+            self.spot.pick()
+        return self.sequence
+
+    def begin(self):
+        """Just before the evaluator writes the sample's inputs."""
+        self.started.record()
+
+    def open(self, sequence: int):
+        """After the writes and flush: opened, go, wait for done, closed, then the spot check's gather."""
+        stream = torch.cuda.current_stream().cuda_stream
+        self.opened.record()
+        self.words.write(stream, GO, sequence)
+        self.words.wait(stream, DONE, sequence)
+        self.closed.record()
+        if self.spot is not None:
+            self.spot.gather()
+
+    def wait(self, deadline: float) -> bool:
+        """Whether the sample closed before the deadline (time.monotonic()); the host polls, so that a worker that
+        never writes "done" cannot hold it."""
+        while not self.closed.query():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(POLL_S)
+        return True
+
+    def rescue(self, sequence: int):
+        """Write "done" from a stream of the evaluator's own, so that its stream goes on when the worker never wrote
+        it (a crash, a hang, a verdict)."""
+        self.words.write(self.rescue_stream.cuda_stream, DONE, sequence)
+
+    def reading(self) -> ClockReading:
+        return ClockReading(self.opened.elapsed_time(self.closed) * 1e6, self.started.elapsed_time(self.opened) * 1e6)
+
+    def early_done(self) -> int | None:
+        """The first spot-checked call whose output was not yet final when the sample closed."""
+        return self.spot.changed_call() if self.spot is not None else None
+

@@ -1,0 +1,95 @@
+"""The timed loop's steps after a sample, driven with numbers alone: the evaluator's clock's calibration and judge,
+the witness's judge, and the tally that keeps samples and decides when a job is done."""
+import pytest
+
+from harness.evaluator.clock import PREEMPTED_NS, ClockCalibration, ClockReading
+from harness.evaluator.judge import ClockJudge, Judgement, Tally, WitnessJudge
+from harness.evaluator.witness import Calibration, Witness
+from harness.rules import StopRule
+
+
+def test_clock_calibration_is_the_median_and_a_robust_spread():
+    # windows less the worker's events, in ns: median 300_000, absolute deviations 0, 1000, 1000, 2000, 90_000
+    fit = ClockCalibration.fit([300_000.0, 299_000.0, 301_000.0, 298_000.0, 390_000.0])
+    assert fit.fixed_ns == 300_000.0
+    assert fit.spread_ns == pytest.approx(1.4826 * 1000.0)  # the median deviation: one outlier does not widen it
+    assert fit.samples == 5
+
+
+CALIBRATION = ClockCalibration(fixed_ns=300_000.0, spread_ns=600.0, samples=24)
+
+
+def reading(calls_us: float, writes_us: float = 400.0) -> ClockReading:
+    return ClockReading(window_ns=300_000.0 + calls_us * 1e3, writes_ns=writes_us * 1e3)
+
+
+def test_the_clock_is_the_number_and_the_worker_a_cross_check():
+    judge = ClockJudge(CALIBRATION, calls=50)
+    assert judge.judge(reading(600.0), region_ns=590_000.0, early_call=None) == Judgement()  # the first: warm-up
+    kept = judge.judge(reading(600.0), region_ns=300_000.0, early_call=None)  # a worker that reports half
+    assert kept.verdict == "" and kept.per_call_ns == 12_000.0 and kept.worker_per_call_ns == 6_000.0
+    summary = judge.summary()
+    assert summary["uncertainty_ns"] == 12.0 and summary["uncertainty_share"] == pytest.approx(600.0 / 600_000.0)
+    assert summary["fixed_ns"] == 300_000.0 and summary["preempted"] == 0
+
+
+def test_a_worker_that_reports_more_than_the_window_or_finishes_after_done_is_tampered():
+    judge = ClockJudge(CALIBRATION, calls=1)
+    long = judge.judge(reading(10.0), region_ns=320_000.0, early_call=None)  # window 310 µs
+    assert "reported 320.0 µs of calls inside a window the evaluator's clock saw last 310.0 µs" in long.verdict
+    assert judge.judge(reading(10.0), region_ns=311_000.0, early_call=None).verdict == ""  # within its resolution
+    early = judge.judge(reading(10.0), region_ns=9_000.0, early_call=3)
+    assert "said \"done\" before its outputs were written (call 3's output" in early.verdict
+
+
+def test_a_sample_whose_writes_another_context_interrupted_is_not_kept_as_its_own():
+    judge = ClockJudge(CALIBRATION, calls=1)
+    judge.judge(reading(20.0, writes_us=400.0), 19_000.0, None)
+    assert not judge.judge(reading(20.0, writes_us=900.0), 19_000.0, None).discarded  # slower, under a time slice
+    turned = judge.judge(reading(5.0, writes_us=400.0 + PREEMPTED_NS / 1e3 + 1.0), 4_000.0, None)
+    assert turned.discarded and judge.summary()["preempted"] == 1
+
+
+def test_a_slow_hand_over_is_not_kept_as_its_own_while_such_samples_are_a_quarter_at_most():
+    judge = ClockJudge(CALIBRATION, calls=1)  # spread 600 ns: a hand-over is slow from 10 µs over the worker's events
+    judge.judge(reading(20.0), 19_000.0, None)
+    assert not judge.judge(reading(28.0), 19_000.0, None).discarded  # 9 µs over: not slow
+    assert judge.judge(reading(60.0), 19_000.0, None).discarded  # 41 µs the worker's events do not hold
+    verdicts = [judge.judge(reading(60.0), 19_000.0, None).discarded for _ in range(6)]
+    # one sample in four may be discarded: from 3 to 7 judged samples one, at 8 a second
+    assert verdicts == [False, False, False, False, False, True]
+    summary = judge.summary()
+    assert summary["slow_handovers"] == 7 and summary["discarded"] == 2
+
+
+def test_a_discarded_sample_counts_as_at_least_the_slowest_kept():
+    tally = Tally()
+    assert not tally.add(Judgement(per_call_ns=5.0, discarded=True), 1.0, 0.0, False, 100.0)  # nothing kept yet
+    assert tally.add(Judgement(per_call_ns=20.0, worker_per_call_ns=19.0), 1.0, 0.0, False, 100.0)
+    assert tally.add(Judgement(per_call_ns=30.0, worker_per_call_ns=29.0), 1.0, 0.0, True, 100.0)
+    assert tally.add(Judgement(per_call_ns=5.0, worker_per_call_ns=4.0, discarded=True), 1.0, 0.0, False, 100.0)
+    assert tally.durations == [20.0, 30.0, 30.0] and tally.worker_ns == [19.0, 29.0, 4.0]
+    assert tally.queued_late == 1 and tally.discarded_ns == 200.0
+    assert tally.worker_stats()["mean"] == pytest.approx(52.0 / 3)
+
+
+def test_the_stopping_rule_runs_on_the_kept_samples_and_waits_for_the_judge():
+    class Unsettled:
+        def settled(self):
+            return False
+    tally = Tally(durations=[10.0] * 5)
+    rule = StopRule(max_runs=5)
+    assert tally.finished(rule, 1e9, ClockJudge(CALIBRATION, 1))
+    assert not tally.finished(rule, 1e9, Unsettled())
+    assert not Tally(durations=[10.0] * 4).finished(rule, 50e6, ClockJudge(CALIBRATION, 1))  # under 100 ms
+
+
+def test_the_witness_judge_keeps_the_workers_time_and_discards_a_flagged_sample():
+    witness = Witness(Calibration([1000.0, 1000.0, 1000.0]), "cuda")  # no spread: a margin of 100 µs
+    judge = WitnessJudge(witness, calls=10)
+    assert judge.judge(1e6, 0.0, 500_000.0, 0.0, 0.0) == Judgement()  # the first: warm-up
+    kept = judge.judge(501_000.0, 0.0, 500_000.0, 0.0, 0.0)
+    assert kept.per_call_ns == 50_000.0 and not kept.discarded
+    flagged = judge.judge(801_000.0, 0.0, 500_000.0, 0.0, 0.0)  # 300 µs the report does not explain
+    assert flagged.discarded and flagged.verdict == ""
+    assert "inside a sample" in judge.judge(100.0, 0.0, 500_000.0, 0.0, 0.0).verdict
