@@ -23,7 +23,8 @@ it even where Landlock is missing).
 torch's CUDA IPC, by which the evaluator shares a GPU slot, keeps a reference count in a file the evaluator creates
 in its /dev/shm and keeps mapped, which the worker opens when it lets go of a slot: before it sends slots the evaluator
 asks the init to bind every file of /dev/shm that it holds open or mapped (`shared_files`) into the worker's private
-/dev/shm (`Contained.expose`), and nothing else of it.
+/dev/shm (`Contained.expose`), and nothing else of it (supervisor.CUDA_HANDLES: before its slots and its clock's
+words).
 
 Where the kernel refuses (no unprivileged user namespaces, a /proc that may not be mounted again, NAMESPACES_ENV set
 to "off"), a worker starts without namespaces and the sandbox line says why (`walls`).

@@ -35,6 +35,7 @@ STARTUP_GRACE_S = 60.0  # interpreter, torch import and CUDA context, on top of 
 OUTPUT_CAP = 1 << 20  # bytes of a worker's own output forwarded to the evaluator's stderr
 TAIL = 2000  # characters of the worker's last output kept for crash messages
 PR_SET_CHILD_SUBREAPER = 36
+CUDA_HANDLES = ("slots", "clock")  # the messages that hand a worker CUDA IPC handles of the evaluator's memory
 _LIVE = set()
 
 
@@ -204,7 +205,7 @@ class WorkerProcess:
                     str(path)]
             return forked.worker(args, env, fds, fresh=not forked.possible())
         self.ready = False  # said "ready": it reads the channel, so it can be asked to leave
-        self.mapping = False  # the last message sent was "slots"
+        self.mapping = False  # the last message sent handed it CUDA IPC handles
         self.listed = False  # its processes are its cgroup's (descendants)
         self.cgroup = WorkerCgroup.create()  # the worker moves in before it imports anything of the file (it
         # waits for "load" first)
@@ -248,9 +249,9 @@ class WorkerProcess:
         self.clear_ns = ready.get("clear_ns") if isinstance(ready.get("clear_ns"), (int, float)) else None
 
     def send(self, kind: str, fds: tuple = (), **payload):
-        if kind == "slots" and self.contained:
+        if kind in CUDA_HANDLES and self.contained:
             self.process.expose(shared_files())  # the evaluator's CUDA IPC files, into the worker's own /dev/shm
-        self.mapping = kind == "slots"
+        self.mapping = kind in CUDA_HANDLES
         try:
             channel.send(self.fd, kind, fds=fds, **payload)
         except OSError:
@@ -281,11 +282,12 @@ class WorkerProcess:
         raise Verdict("tampered", f"an unexpected '{message['kind']}' message arrived from the worker")
 
     def _mapping_hint(self) -> str:
-        """What to try where a worker in namespaces could not map its slots (CUDA IPC across them is not shown on
-        every GPU machine yet)."""
+        """What to try where a worker in namespaces could not map the evaluator's CUDA memory (CUDA IPC across them
+        is not shown on every GPU machine yet)."""
         if not (self.mapping and self.contained):
             return ""
-        return (f" (the worker maps its slots from inside namespaces of its own; where this GPU's CUDA IPC refuses "
+        return (f" (the worker maps the evaluator's CUDA memory from inside namespaces of its own; where this GPU's "
+                f"CUDA IPC refuses "
                 f"them, {NAMESPACES_ENV}=off starts workers without, and the sandbox line says so)")
 
     def freeze(self, frozen: bool) -> None:
