@@ -287,8 +287,7 @@ class WorkerProcess:
         if not (self.mapping and self.contained):
             return ""
         return (f" (the worker maps the evaluator's CUDA memory from inside namespaces of its own; where this GPU's "
-                f"CUDA IPC refuses "
-                f"them, {NAMESPACES_ENV}=off starts workers without, and the sandbox line says so)")
+                f"CUDA IPC refuses them, {NAMESPACES_ENV}=off starts workers without, and the sandbox line says so)")
 
     def freeze(self, frozen: bool) -> None:
         """Stop the worker and every process it started (SIGSTOP), or let them go on (SIGCONT): a worker waiting
