@@ -43,7 +43,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from .forked import close_all_but, fork
+from .forked import close_all_but, fork, start
 
 NAMESPACES_ENV = "NVFP4_ARENA_NAMESPACES"  # "off": workers start without namespaces of their own
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x08000000, 0x10000000, 0x20000000, \
@@ -134,30 +134,26 @@ def _try_walls() -> Walls:
 
 def _probe(flags: int) -> str:
     """'' where a child can unshare `flags` and its first child mount its /proc and a tmpfs; else the refusal."""
-    read, write = os.pipe()
-    pid = fork()
-    if pid == 0:
-        try:
-            os.close(read)
-            _unshare(flags)
-            init = os.fork()
-            if init == 0:
-                try:
-                    _mount_private([(SHARED_MEMORY, SHM_CAP)])
-                    os._exit(0)
-                except OSError as exc:
-                    os.write(write, str(exc).encode())
-                    os._exit(1)
-            _, status = os.waitpid(init, 0)
-            os._exit(os.waitstatus_to_exitcode(status))
-        except BaseException as exc:  # noqa: BLE001 - whatever refused it is the answer
-            os.write(write, str(exc).encode() or type(exc).__name__.encode())
-            os._exit(1)
-    os.close(write)
-    with os.fdopen(read, "rb") as f:
-        said = f.read().decode(errors="replace")
-    _, status = os.waitpid(pid, 0)
-    return "" if status == 0 else (said or f"a probe exited with {os.waitstatus_to_exitcode(status)}")
+    probe = start(functools.partial(_try_in_child, flags))
+    said = probe.stdout.read().decode(errors="replace")
+    probe.stdout.close()
+    code = probe.wait()
+    return "" if code == 0 else (said or f"a probe exited with {code}")
+
+
+def _try_in_child(flags: int, output: int) -> None:
+    """In the probe's child: the namespaces and the mounts a worker's init makes; what refused them, to `output`."""
+    try:
+        _unshare(flags)
+        init = os.fork()
+        if init == 0:
+            _mount_private([(SHARED_MEMORY, SHM_CAP)])
+            os._exit(0)
+        _, status = os.waitpid(init, 0)
+        os._exit(os.waitstatus_to_exitcode(status))
+    except BaseException as exc:  # noqa: BLE001 - whatever refused it is the answer
+        os.write(output, str(exc).encode() or type(exc).__name__.encode())
+        os._exit(1)
 
 
 def shared_files() -> list[str]:
