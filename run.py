@@ -24,6 +24,7 @@ from harness.evaluator.watch import Watch
 from harness.protocol import RECORD_TIMINGS, brief
 from harness.rules import DEFAULT_TIMING, MODES, RECORDED_MODES, TIMINGS, modes_of
 from harness.submission import SubmissionError, task_from_leaderboard
+from harness.views.tables import frame_table, plain_text
 from harness.views.tries import resolve
 from reference import TASKS
 from reference.cases import leaderboards, task_config, timed_kind
@@ -31,14 +32,27 @@ from reference.cases import leaderboards, task_config, timed_kind
 
 err_console = Console(stderr=True)
 SHAPES = click.Choice(["auto", "contest", "smoke"])
+KINETO_QUIET = ("KINETO_LOG_LEVEL", "6")  # kineto's levels end at USDT (5), the "USDT: profiler_start" lines
 EVERY_COMMAND = ("--no-tui",)  # the group's flags that hold for every command, before or after its name (popcorn-cli)
+
+
+SERVER_PID = None  # in `run.py serve` and the runs forked from it: the standing evaluator's process
 
 
 def exit_on_signals():
     """SIGTERM and Ctrl-C end the runner with one line and 143 / 130; the workers die with it
-    (harness.evaluator.supervisor kills every live worker and what it started on the way out)."""
+    (harness.evaluator.supervisor kills every live worker and what it started on the way out). A run forked from a
+    standing evaluator that has gone (its SIGTERM on the server's death, harness.evaluator.server) says so."""
     def leave(signum, frame):
-        err_console.print(f"[yellow]{signal.Signals(signum).name}: stopping the workers and leaving[/]")
+        if SERVER_PID == os.getpid():
+            said = f"{signal.Signals(signum).name}: the standing evaluator stops, and the runs in flight with it"
+        elif SERVER_PID is not None and os.getppid() != SERVER_PID:
+            said = ("the standing evaluator (run.py serve) stopped during this run, and the run with it: its workers "
+                    "are stopped and the records stored so far kept; run the command again (without a standing "
+                    "evaluator it starts cold)")
+        else:
+            said = f"{signal.Signals(signum).name}: stopping the workers and leaving"
+        err_console.print(f"[yellow]{escape(said)}[/]", highlight=False)
         sys.exit(128 + signum)
     signal.signal(signal.SIGTERM, leave)
     signal.signal(signal.SIGINT, leave)
@@ -56,13 +70,26 @@ def fail(message: str, code: int = 2):
     sys.exit(code)
 
 
+def refuse_unparsable(sub) -> None:
+    """A file Python would not compile stops here, before a worker starts or a record is stored."""
+    from harness.precheck import syntax_error
+    broken = syntax_error(sub.path)
+    if broken:
+        fail(f"{sub.path.name}:{broken.line}: {broken.why}: {broken.text} (nothing was run, no record stored)", code=1)
+
+
 def show_precheck(sub, console) -> list:
+    """The pre-check's findings, the file named as its author knows it (a past try run from its kept copy, which is
+    named by its hash: its name)."""
+    from harness import sources
     from harness.precheck import scan
     findings = scan(sub.path)
+    name = f"{sub.version}'s kept copy" if sub.path.resolve().parent == sources.folder().resolve() else sub.path.name
     if not findings:
-        console.print(f"static pre-check of {sub.path.name}: no known cheat patterns found", style="dim")
+        console.print(f"static pre-check of {escape(name)}: no known cheat patterns found", style="dim",
+                      highlight=False)
     for f in findings:
-        console.print(f"[yellow]pre-check warning[/] {escape(sub.path.name)}:{f.line}: {escape(f.why)}: "
+        console.print(f"[yellow]pre-check warning[/] {escape(name)}:{f.line}: {escape(f.why)}: "
                       f"[dim]{escape(f.text)}[/]", highlight=False)
     return findings
 
@@ -90,15 +117,21 @@ class Progress(Watch):
                            highlight=False)
 
 
-def show_protection(summary, console):
-    """One line on what protected this run's records, and the start-up hooks that run in every process."""
-    if summary.sandbox:
-        style = "dim" if summary.sandbox.startswith("landlock") else "yellow"
-        shown = summary.sandbox if summary.sandbox.startswith("landlock") else f"{summary.sandbox}: records unprotected"
-        console.print(f"sandbox: {escape(shown)}", style=style, highlight=False)
-    if summary.hooks:
-        console.print(f"start-up hooks in this Python ({len(summary.hooks)}, run in every process): "
-                      f"{escape(', '.join(summary.hooks))}", style="dim", highlight=False)
+def show_protection(summary, console, earlier=None) -> None:
+    """One line on what protected this run's records, and the start-up hooks other than setuptools' own; once per
+    command: after an earlier mode (`earlier`, its summary) only where this mode's worker was confined otherwise."""
+    from harness.views.report import unusual_hooks
+    confined = summary.sandbox.startswith("landlock")
+    if summary.sandbox and (earlier is None or confined != earlier.sandbox.startswith("landlock")):
+        shown = summary.sandbox if confined else f"{summary.sandbox}: records unprotected"
+        console.print(f"sandbox: {escape(shown)}", style="dim" if confined else "yellow", highlight=False,
+                      soft_wrap=True)
+    hooks = unusual_hooks(summary.hooks) if earlier is None else []
+    if hooks:
+        console.print(f"start-up {'hook' if len(hooks) == 1 else 'hooks'} in this Python: code that runs at the start "
+                      f"of every Python process here, the evaluator's and the workers' included (a .pth file's import "
+                      f"line or a sitecustomize module); make sure you trust {'it' if len(hooks) == 1 else 'them'}: "
+                      f"{escape(', '.join(hooks))}", style="yellow", highlight=False, soft_wrap=True)
 
 
 def run_ncu(options, console) -> int:
@@ -226,17 +259,16 @@ class ArenaGroup(click.Group):
 @click.option("--keep-going", is_flag=True, help="Run the remaining cases after one hung or crashed (default: skip them).")
 @click.option("--traceback", "show_traceback", is_flag=True, help="Show whole tracebacks of failing submissions.")
 @click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON on stdout (progress goes to stderr).")
-@click.option("--no-tui", is_flag=True, help="Plain text, no colours (popcorn-cli's flag; output to a file or pipe is "
-                                            "plain anyway).")
+@click.option("--no-tui", is_flag=True, help="Plain text (popcorn-cli's flag): no colours or live progress, tables "
+                                            "as Markdown without box-drawing lines.")
 @click.pass_context
 def cli(ctx, task, submission, name, mode, shapes, timeout, only, no_record, secret_seed, ncu, timing, unconfined,
         keep_going, show_traceback, as_json, no_tui):
     """Check and time an NVFP4 submission as the GPU MODE contest did."""
     exit_on_signals()
-    if no_tui:  # rich's variables, read by every console made from here on: no terminal codes, no live progress
+    if no_tui:  # read by every console and table made from here on, here and in the processes this one starts
         global err_console
-        os.environ.update(TTY_COMPATIBLE="0", TTY_INTERACTIVE="0", NO_COLOR="1")
-        os.environ.pop("FORCE_COLOR", None)
+        plain_text()
         err_console = Console(stderr=True)
     if ctx.invoked_subcommand is not None:
         return
@@ -246,6 +278,9 @@ def cli(ctx, task, submission, name, mode, shapes, timeout, only, no_record, sec
         sub = resolve(submission, task, leaderboards(), name)
     except SubmissionError as exc:
         fail(str(exc))
+    refuse_unparsable(sub)
+    if mode == "profile":  # the workers' torch.profiler, without its own log lines on the terminal
+        os.environ.setdefault(*KINETO_QUIET)
     if not ncu:  # the run's workers start now, and import torch while this process does (runner.run takes them)
         start_spares(sub.task, str(sub.path), not unconfined, len(modes_of(mode)))
         startup.start()  # and this process's CUDA context beside its own import of torch
@@ -256,7 +291,7 @@ def cli(ctx, task, submission, name, mode, shapes, timeout, only, no_record, sec
         shapes = runner.pick_shapes(shapes)
         if shapes == "smoke":
             err_console.print("[yellow]No GPU here: running the smoke shapes on the CPU with wall-clock timers "
-                              "(--shapes contest runs the contest's shapes, slowly).[/]")
+                              "(--shapes contest runs the contest's shapes, slowly).[/]", soft_wrap=True)
     out = report.console(stderr=as_json)
     target = sub.headers.get("gpu")
     if target:
@@ -272,8 +307,8 @@ def cli(ctx, task, submission, name, mode, shapes, timeout, only, no_record, sec
     summaries = []
     try:
         for summary in runner.run(options, Progress(out, sub)):
+            show_protection(summary, out, summaries[0] if summaries else None)
             summaries.append(summary)
-            show_protection(summary, out)
             report.render(summary, out, show_traceback)
             if summary.unstored:
                 err_console.print(f"[red]records not stored:[/] {escape(summary.unstored)}", highlight=False)
@@ -287,7 +322,7 @@ def cli(ctx, task, submission, name, mode, shapes, timeout, only, no_record, sec
     compared = previous_try(summaries)
     if compared:
         out.print(frame_table(compared.table(), compared.title()))
-        out.print(compared.note(), highlight=False, markup=False)
+        out.print(compared.note(), highlight=False, markup=False, soft_wrap=True)  # its command pastes whole
     if as_json:
         emit_json(report.as_json(summaries, [vars(f) for f in findings], compared.as_json() if compared else None))
     stored = not any(s.unstored for s in summaries)
@@ -308,18 +343,6 @@ def calibrate():
     err_console.print(f"stored in {path}")
 
 
-def frame_table(df, title: str):
-    import pandas as pd
-    from rich.table import Table
-    table = Table(title=escape(title), title_justify="left")  # names, ideas and messages are text, not markup
-    for col in df.columns:
-        table.add_column(escape(str(col)), justify="right" if df[col].dtype.kind in "fi" else "left")
-    for _, row in df.iterrows():
-        table.add_row(*["-" if not isinstance(v, str) and pd.isna(v) else
-                        (f"{v:,.2f}" if isinstance(v, float) else escape(str(v))) for v in row])
-    return table
-
-
 def view_options(command):
     """--gpu, --timing and --json, shared by every view of stored results."""
     command = click.option("--json", "as_json", is_flag=True, help="Print the table as JSON on stdout.")(command)
@@ -329,6 +352,14 @@ def view_options(command):
                                 "their method).")(command)
     return click.option("--gpu", help="GPU in the records, or a unique part of its name such as H200 "
                                       "(default: the GPU with the most runs).")(command)
+
+
+def asked_timing(timing: str) -> str | None:
+    """--timing as given, or None where its default stands: `list` and `diff` then read the default method, or where
+    their scope has no runs of it, the method its runs have (lineage.scoped), and say which."""
+    from click.core import ParameterSource
+    given = click.get_current_context().get_parameter_source("timing") is not ParameterSource.DEFAULT
+    return timing if given else None
 
 
 def emit_json(data) -> None:
@@ -353,24 +384,47 @@ def list_versions(task, gpu, timing, as_json, smoke):
     """The lineage ranked by the median over each version's runs: runs, spread, geomean, ×SOL, ×parent."""
     from harness.views import report
     from harness.views.lineage import lineage_table, plural
-    view = answer(lineage_table, task, gpu, timing, "smoke" if smoke else "benchmarks")
+    view = answer(lineage_table, task, gpu, asked_timing(timing), "smoke" if smoke else None)
     if as_json:
         return emit_json(view.as_json())
     out = report.console()
     out.print(frame_table(view.table, view.scope.title(f"lineage ({plural(view.scope.runs, 'run')})")))
+    if view.scope.timing != timing:
+        out.print(f"no {timing}-timed runs here: these are {view.scope.timing}-timed (--timing names a method)",
+                  style="dim", highlight=False, markup=False)
     for row in view.body["rows"]:
         if row["last_failure"]:
             f = row["last_failure"]
+            ended = "was skipped" if f["status"] == "skipped" else f"ended {f['status']}"
             out.print(f"{row['version']} has no runs here: its last run on {view.scope.gpu} ({f['mode']} mode, "
-                      f"{f['when']}) ended {f['status']}: {f['message']}", style="yellow", highlight=False,
-                      markup=False)
+                      f"{f['when']}) {ended}: {f['message']}", style="yellow", highlight=False, markup=False)
         elif row["other_timings"]:
             out.print(f"{row['version']} has no {view.scope.timing}-timed run on {view.scope.gpu}, only "
                       f"{row['other_timings']} (--timing shows them)", style="dim", highlight=False, markup=False)
-    best = view.table.dropna(subset=["geomean µs"]).sort_values("rank").iloc[0]
-    out.print(f"fastest by stored runs: {best['version']} ({plural(int(best['runs']), 'run')}). Stored runs only "
-              f"nominate: `submit --best` measures the top candidates again, interleaved, before it picks one.",
-              highlight=False, markup=False)
+    out.print(fastest_line(view, gpu is not None or smoke), highlight=False, markup=False)
+
+
+def fastest_line(view, asked: bool) -> str:
+    """list's last line: the fastest try by stored runs among those `submit --best` can run again, and whether
+    `submit --best` reads this scope (this machine's) or which scope it reads instead."""
+    from harness.views.lineage import plural, this_machine
+    here, kind = this_machine()
+    table = view.table.set_index("version")
+    first = table.dropna(subset=["geomean µs"]).sort_values("rank").index[0]
+    fastest = view.body["fastest"]
+    if fastest is None:
+        said = f"fastest by stored runs: {first}, but no try here can be run again (its code is gone, no copy kept)"
+    else:
+        said = f"fastest by stored runs: {fastest} ({plural(int(table.loc[fastest, 'runs']), 'run')})"
+        if fastest != first:
+            said += f"; {first} ranks first, but its code is gone (no copy kept), so it cannot run again"
+    if (view.scope.gpu, view.scope.kind) == (here, kind):
+        return said + (". Stored runs only nominate: `submit --best` measures the fastest tries that can run again, "
+                       "interleaved, before it picks one.")
+    mine = "" if asked else (f" This machine ({here}) has no runs of {view.scope.task} yet: these are "
+                             f"{view.scope.gpu}'s.")
+    shape_set = "smoke" if kind == "smoke" else "contest"
+    return said + f".{mine} `submit --best` nominates from this machine's runs ({here}, {shape_set} shapes)."
 
 
 @cli.command()
@@ -388,7 +442,8 @@ def diff(task, all_versions, gpu, timing, as_json, smoke, measure, rounds, shape
     from harness.evaluator import runner
     from harness.views import report
     from harness.views.lineage import lineage_table, per_shape_table, per_shape_table_found, plural
-    kind = "smoke" if smoke else "benchmarks"
+    kind = "smoke" if smoke else None
+    timing = asked_timing(timing)
     if all_versions:
         table = answer(lineage_table, task, gpu, timing, kind).table
         names = list(table[table["runs"] > 0]["version"])
@@ -455,14 +510,16 @@ def diff_measured(task, names, shapes, rounds, as_json, timing) -> int:
 
 
 def choose_best(task, shapes, timing, candidates, rounds, console):
-    """The stored ranking on this device nominates up to `candidates` lineage versions; they are
-    measured again, interleaved (a worker each), and the winner is decided by paired intervals."""
+    """The stored ranking on this device nominates up to `candidates` tries that can be run again (lineage versions
+    and the participant's own); they are measured again, interleaved (a worker each), and the winner is decided by
+    paired intervals."""
     from harness.views.remeasure import choose, nominate
     nomination = answer(nominate, task, shapes, timing, candidates)
     top = nomination.versions
-    err_console.print(f"best stored versions of {task} on {nomination.gpu} ({timing} timing): {', '.join(top)}",
-                      highlight=False, markup=False)
+    err_console.print(f"fastest stored tries of {task} on {nomination.gpu} ({timing} timing) that can be run again: "
+                      f"{', '.join(top)}", highlight=False, markup=False)
     if len(top) == 1:
+        err_console.print(f"{top[0]} is the only candidate: nothing to measure it against", markup=False)
         return top[0], None
     decision = measuring("measuring the candidates", rounds, "re-measuring the candidates failed, nothing was submitted: ",
                          lambda on_round, on_build: choose(task, nomination, shapes, rounds, timing, on_round,
@@ -483,9 +540,10 @@ def choose_best(task, shapes, timing, candidates, rounds, console):
 @click.option("--submission", "submission", help="Version (vN), path or past try (name@hash) to submit (or give it as "
                                                 "the argument).")
 @click.option("--best", is_flag=True,
-              help="Measure the fastest stored versions again, interleaved, and submit the winner (a tie: the oldest).")
+              help="Measure the fastest stored tries again (lineage versions and your own files' tries), interleaved, "
+                   "and submit the winner (a tie: the oldest).")
 @click.option("--candidates", type=click.IntRange(1), default=3, show_default=True,
-              help="With --best: how many of the fastest stored versions to measure again.")
+              help="With --best: how many of the fastest stored tries to measure again.")
 @click.option("--rounds", type=click.IntRange(2), default=5, show_default=True,
               help="With --best: interleaved rounds.")
 @click.option("--timing", type=click.Choice(RECORD_TIMINGS), default=DEFAULT_TIMING, show_default=True,
@@ -506,7 +564,7 @@ def submit(file, task, submission, best, candidates, rounds, timing, shapes, rem
     if bool(submission) == best:
         fail("give either a file (or --submission vN) or --best.")
     if best and not task:
-        fail("--best needs --task: it picks among that lineage's versions.")
+        fail("--best needs --task: it picks among that task's stored tries.")
     shapes = runner.pick_shapes(shapes)
     out = report.console(stderr=as_json)
     decision = None
@@ -518,6 +576,7 @@ def submit(file, task, submission, best, candidates, rounds, timing, shapes, rem
             sub = resolve(submission, task, leaderboards())
         except SubmissionError as exc:
             fail(str(exc))
+        refuse_unparsable(sub)
         show_precheck(sub, out)
         [summary] = runner.run(runner.RunOptions(sub, "leaderboard", shapes, secret_seed=secret_seed),
                                Progress(out, sub))
@@ -563,7 +622,7 @@ def plot(task, gpu, timing, as_json, smoke, out_dir):
     from harness.views import report
     from harness.views.plots import plot as make
     folder = out_dir or results.results_dir() / results.LOCAL / "plots"
-    paths = answer(make, task, folder, gpu, timing, "smoke" if smoke else "benchmarks")
+    paths = answer(make, task, folder, gpu, timing, "smoke" if smoke else None)
     if as_json:
         return emit_json({"task": task, "timing": timing, "paths": [str(p) for p in paths]})
     for path in paths:
@@ -607,18 +666,33 @@ def report_page(gpu, timing, as_json, out_dir):
 @cli.command()
 @click.argument("source", type=click.Path(exists=True, path_type=Path))
 def merge(source):
-    """Add the records of another machine's results folder (or a .tgz of one) to results/, once each
-    (a CPU's records to the git-ignored results/local/)."""
+    """Add the records of another machine's results folder, or of a .tgz of one (`tar czf results.tgz results`,
+    subfolders included), to results/, once each (a CPU's records to the git-ignored results/local/)."""
     from harness.views import report
     from harness.views.lineage import plural
     try:
-        added = results.merge_from(source, results.results_dir())
+        done = results.merge_from(source, results.results_dir())
     except results.MergeError as exc:
         fail(str(exc))
-    if not added:
-        fail(f"{source}: no .jsonl records there.", code=1)
-    for name, count in added.items():
-        report.console().print(f"{name}: {plural(count, 'new record')}", markup=False)
+    if not done.files:
+        fail(f"{source}: no record files there ({', '.join(sorted(results.RECORD_FILES))}, at any depth)"
+             + (f"; left alone: {plural(len(done.left_out), 'other .jsonl file')}" if done.left_out else ""), code=1)
+    out = report.console()
+    base = results.results_dir().parent
+    out.print(f"merged from {source}:", highlight=False, markup=False)
+    for merged in done.files:
+        into = ", ".join(f"{plural(n, 'new record')} into {shown_path(target, base)}"
+                         for target, n in merged.added.items())
+        out.print(f"  {merged.source}: {plural(merged.records, 'record')}; {into or 'nothing new'}", highlight=False,
+                  markup=False)
+    if done.left_out:
+        out.print(f"left alone: {plural(len(done.left_out), 'other .jsonl file')} (the views read only "
+                  f"<task>.jsonl and leaderboard.jsonl), such as {done.left_out[0]}", highlight=False, markup=False)
+
+
+def shown_path(path: str, base: Path) -> str:
+    """A path relative to `base` where it lies under it (results/gemv.jsonl), else whole."""
+    return str(Path(path).relative_to(base)) if Path(path).is_relative_to(base) else path
 
 
 @cli.command()
@@ -712,6 +786,8 @@ def serve():
     this checkout (another terminal) is forked from it, workers included, instead of starting two interpreters."""
     from harness.evaluator.server import ServerError
     from harness.evaluator.server import serve as stand
+    global SERVER_PID
+    SERVER_PID = os.getpid()
     try:
         stand(run_here, lambda text: err_console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {escape(text)}",
                                                       highlight=False, soft_wrap=True))

@@ -13,6 +13,7 @@ import ast
 import io
 import re
 import tokenize
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,12 +109,28 @@ def code_only(text: str, tree: ast.AST | None = None) -> list[str]:
     return lines
 
 
-def scan(path: Path) -> list[Finding]:
-    text = path.read_text()
+def syntax_error(path: Path) -> Finding | None:
+    """Why Python would refuse to compile the file, as a finding (the parser's errors and the compiler's, such as
+    'return' outside a function; the file's own coding line honoured); None where it compiles. Nothing of the file
+    runs, and its warnings (an invalid escape sequence, say) are left to the run."""
     try:
-        tree = ast.parse(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(Path(path).read_bytes(), str(path), "exec", dont_inherit=True)
     except SyntaxError as exc:
-        return [Finding(exc.lineno or 0, (exc.text or "").strip(), f"does not parse ({exc.msg})")]
+        return Finding(exc.lineno or 0, (exc.text or "").strip(), f"does not parse ({exc.msg})")
+    except ValueError as exc:  # null bytes in the source
+        return Finding(0, "", f"does not parse ({exc})")
+    return None
+
+
+def scan(path: Path) -> list[Finding]:
+    broken = syntax_error(path)
+    if broken:
+        return [broken]
+    with tokenize.open(path) as f:  # in the encoding its coding line names, as Python reads it
+        text = f.read()
+    tree = ast.parse(text)
     original = _lines(text)
     findings = []
     for number, code in enumerate(code_only(text, tree), 1):

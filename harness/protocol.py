@@ -19,6 +19,16 @@ def brief(message: str) -> str:
     return message.split(f"\n{TRACEBACK_MARK}\n")[0]
 
 
+GPU_SKIP = "needs a GPU"  # why the sweep and `list` call a GPU-only file's run on a machine without a GPU skipped
+
+
+def needs_a_gpu(record: dict) -> bool:
+    """A failed record that is the worker's word that its file needs a CUDA GPU, believed only where the evaluator
+    ran without one (the record names no compute capability): on a GPU, a file that says it needs one has failed."""
+    return (record.get("status") not in ("pass", "skipped") and NEEDS_GPU in (record.get("message") or "")
+            and not (record.get("gpu") or {}).get("cc"))
+
+
 SCHEMA = 8
 ARENA_REFILL_SCHEMA = 7  # the first schema whose worker-timed arena refilled the L2 (older: gemv read 2-3% fast)
 ARENA_CLOCK_SCHEMA = 8  # the first schema whose arena number is the evaluator's clock

@@ -14,7 +14,10 @@ import sys
 import tarfile
 import tempfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
+
+from reference import TASKS
 
 from .paths import ROOT
 
@@ -79,9 +82,10 @@ def repo_state(root: Path) -> dict:
 
 
 def repo_path(path) -> str:
-    """A submission's path inside the repository when it lives there, else as given."""
+    """A submission's path inside the repository when it lives there, else its whole path (a try named later, from
+    another folder, is found in its file while that holds its code: harness.views.tries.locate)."""
     resolved = Path(path).resolve()
-    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(path)
+    return str(resolved.relative_to(ROOT)) if resolved.is_relative_to(ROOT) else str(resolved)
 
 
 def now() -> str:
@@ -176,51 +180,82 @@ def read(path: Path) -> list[dict]:
     return records
 
 
-def merge(source: Path, dest: Path) -> dict[str, int]:
-    """Append to dest/<name>.jsonl every record of source/<name>.jsonl that dest does not hold yet
-    (a CPU's records to dest/local/<name>.jsonl, as records_dir places them).
+RECORD_FILES = {f"{task}.jsonl" for task in TASKS} | {"leaderboard.jsonl"}  # the files the views read
 
-    For records that come back from another machine (a device run's copy of results/): records are
-    compared whole, so merging the same folder twice, or one that started from a copy of dest, adds
-    nothing twice; lines that are not records are skipped (read warns). Returns how many records
-    each file gained.
+
+@dataclass
+class Merged:
+    """One record file merged: where it was (inside the folder or archive given), how many valid records it held,
+    and how many of them were new in each file they went to."""
+
+    source: str
+    records: int
+    added: dict[str, int]  # target file -> records appended
+
+
+@dataclass
+class Merge:
+    """What a merge did: each record file found, and the other .jsonl files it left alone (notes' raw runs: the
+    views read only RECORD_FILES)."""
+
+    files: list[Merged]
+    left_out: list[str]
+
+
+def merge_file(src: Path, dest: Path) -> tuple[int, dict[str, int]]:
+    """Append to dest every record of src that dest does not hold yet, each to dest/<name> or, a CPU's,
+    dest/local/<name> (as records_dir places them): (records in src, {target: records appended})."""
+    seen, added = {}, {}
+    records = read(src)
+    for record in records:
+        gpu = record.get("gpu")  # a run's: {"name": ...}; a leaderboard entry's: the name
+        target = home_of(Path(dest), gpu.get("name") if isinstance(gpu, dict) else gpu) / src.name
+        if target not in seen:
+            seen[target] = {json.dumps(r, sort_keys=True, default=str) for r in read(target)}
+            added[str(target)] = 0
+        key = json.dumps(record, sort_keys=True, default=str)
+        if key not in seen[target]:
+            append(target, record)
+            seen[target].add(key)
+            added[str(target)] += 1
+    return len(records), added
+
+
+def merge(source: Path, dest: Path, shown: Path | None = None) -> Merge:
+    """Every record file (RECORD_FILES) under a results folder, at any depth (results/local/ included, or a
+    folder of several machines' copies), merged into dest by merge_file.
+
+    For records that come back from another machine (a device run's copy of results/, `tar czf results.tgz results`
+    of a checkout): records are compared whole, so merging the same folder twice, or one that started from a copy
+    of dest, adds nothing twice; lines that are not records are skipped (read warns). `shown`: the folder the
+    sources are named relative to (default: source).
     """
-    added = {}
-    for src in sorted(Path(source).glob("*.jsonl")):
-        seen = {}
-        count = 0
-        for record in read(src):
-            gpu = record.get("gpu")  # a run's: {"name": ...}; a leaderboard entry's: the name
-            target = home_of(Path(dest), gpu.get("name") if isinstance(gpu, dict) else gpu) / src.name
-            if target not in seen:
-                seen[target] = {json.dumps(r, sort_keys=True, default=str) for r in read(target)}
-            key = json.dumps(record, sort_keys=True, default=str)
-            if key not in seen[target]:
-                append(target, record)
-                seen[target].add(key)
-                count += 1
-        added[src.name] = count
-    return added
+    source = Path(source)
+    files, left_out = [], []
+    for path in sorted(source.rglob("*.jsonl")):
+        where = str(path.relative_to(shown or source))
+        if path.name not in RECORD_FILES:
+            left_out.append(where)
+            continue
+        count, added = merge_file(path, dest)
+        files.append(Merged(where, count, added))
+    return Merge(files, left_out)
 
 
 class MergeError(Exception):
-    """An archive that holds no one folder of records to merge; the message is for the user."""
+    """An archive that cannot be read; the message is for the user."""
 
 
-def merge_from(source: Path, dest: Path) -> dict[str, int]:
-    """merge() from a results folder, or from an archive of one (a .tgz: the one folder of .jsonl records
-    inside it). MergeError: an unreadable archive, or one with no such folder or several."""
+def merge_from(source: Path, dest: Path) -> Merge:
+    """merge() from a results folder, or from an archive of one (a .tgz, such as `tar czf results.tgz results`
+    makes: its paths are named as inside the archive). MergeError: an unreadable archive."""
+    if not source.is_file():
+        return merge(source, dest)
     with tempfile.TemporaryDirectory() as tmp:
-        folder = source
-        if source.is_file():
-            try:
-                with tarfile.open(source) as archive:
-                    archive.extractall(tmp, filter="data")
-            except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
-                raise MergeError(f"{source}: not a readable archive of records ({type(exc).__name__}: {exc}); "
-                                 f"nothing was merged.") from None
-            found = sorted({p.parent for p in Path(tmp).rglob("*.jsonl")})
-            if len(found) != 1:
-                raise MergeError(f"{source}: expected one folder of .jsonl records inside, found {len(found)}.")
-            folder = found[0]
-        return merge(folder, dest)
+        try:
+            with tarfile.open(source) as archive:
+                archive.extractall(tmp, filter="data")
+        except (tarfile.TarError, EOFError, OSError, zlib.error) as exc:
+            raise MergeError(f"{source}: not a readable archive of records ({type(exc).__name__}: {exc}); "
+                             f"nothing was merged.") from None
+        return merge(Path(tmp), dest)

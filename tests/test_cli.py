@@ -1,15 +1,18 @@
 """run.py end to end, as a user runs it: verdicts, survival, and intact result files."""
-import pytest
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBS = Path(__file__).resolve().parent / "submissions"
+BOX = re.compile("[\u2500-\u259f]")  # box-drawing characters and block elements
 
 
 def run(*args, timeout=600):
@@ -118,6 +121,7 @@ def test_profile_mode_prints_hottest_ops(results_dir):
     proc = run("--task", "gemm", "--submission", "v0", "--mode", "profile", "--case", "0")
     assert proc.returncode == 0, proc.stderr
     assert "Self CPU" in proc.stdout and "aten::" in proc.stdout
+    assert "USDT:" not in proc.stdout + proc.stderr  # torch.profiler's own log lines
     assert not (results_dir / "gemm.jsonl").exists()  # a profile is a report, not a timing record
 
 
@@ -150,3 +154,113 @@ def test_the_command_line_imports_no_torch_before_a_run_has_started_its_workers(
     proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+SETUPTOOLS_PTH = ("import os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os.environ.get(var, 'local') == 'local'; "
+                  "enabled and __import__('_distutils_hack').add_shim(); \n")
+
+
+def test_a_run_names_its_sandbox_once_unwrapped_and_only_unusual_startup_hooks(tmp_path):
+    """setuptools' own hook in every venv is not named; another hook is, with what a hook is; the sandbox line is one
+    line, printed for the first mode and again only for a mode whose worker was confined otherwise."""
+    from rich.console import Console
+
+    import run as run_py
+    from harness.evaluator.session import RunSummary
+    from harness.submission import Submission
+    (tmp_path / "venv").mkdir()
+    standard = tmp_path / "venv" / "distutils-precedence.pth"
+    standard.write_text(SETUPTOOLS_PTH)
+    changed = tmp_path / "distutils-precedence.pth"  # its name, other code
+    changed.write_text(SETUPTOOLS_PTH.replace("add_shim()", "add_shim(); __import__('os').system('true')"))
+    custom = tmp_path / "sitecustomize.py"
+    custom.write_text("print('hello')\n")
+    sandbox = "landlock (ABI 7; writes only to " + ", ".join(f"/tmp/folder-{i}" for i in range(20)) + ")"
+
+    def summary(mode, hooks, confinement=sandbox):
+        return RunSummary(Submission(Path("x.py"), "gemv", "x", "", ""), mode, "smoke", sandbox=confinement,
+                          hooks=[str(h) for h in hooks])
+    console = Console(record=True, width=80)
+    test = summary("test", [standard])
+    run_py.show_protection(test, console)
+    run_py.show_protection(summary("benchmark", [standard]), console, test)
+    said = console.export_text()
+    assert said == f"sandbox: {sandbox}\n"  # once, on one line: no hook named
+    run_py.show_protection(summary("test", [standard, changed, custom]), console)
+    run_py.show_protection(summary("benchmark", [], "none: --unconfined"), console, test)
+    said = console.export_text()
+    assert "code that runs at the start of every Python process here" in said and str(custom) in said
+    assert str(changed) in said and str(standard) not in said
+    assert "sandbox: none: --unconfined: records unprotected" in said
+
+
+def test_a_file_that_does_not_parse_starts_no_worker_and_stores_nothing(results_dir, tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    import run as run_py
+    from harness.precheck import syntax_error
+    from harness.sweep import lanes
+    started = []
+    monkeypatch.setattr(run_py, "start_spares", lambda *args: started.append(args))
+    bad = tmp_path / "my_kernel.py"
+    bad.write_text("#!POPCORN leaderboard nvfp4_gemv\ndef custom_kernel(data:\n    return data\n")
+    out = CliRunner().invoke(run_py.cli, [str(bad)])
+    said = " ".join(out.stderr.split())
+    assert out.exit_code == 1 and "my_kernel.py:2: does not parse ('(' was never closed)" in said, out.output
+    assert "nothing was run, no record stored" in said and started == [] and not results_dir.exists()
+    bad.write_text("return 1\n")  # the compiler's error, not the parser's
+    assert "'return' outside function" in syntax_error(bad).why
+    job = lanes.SweepJob("gemv", str(bad), attempts=1)  # in a sweep (run.py --json): the file's verdict, not a lost job
+    judged = lanes.judge(job, "cpu0", 1, json.dumps({"error": f"{bad.name}:1: does not parse"}), "", 1.0)
+    assert (judged.status, judged.lost) == ("fail", False) and "does not parse" in judged.message
+
+
+def test_no_tui_draws_no_box(results_dir, monkeypatch):
+    from click.testing import CliRunner
+    from fixtures_views import run as stored_run, store
+
+    from harness.views.tables import PLAIN_ENV
+    from run import cli as main
+    for name in (PLAIN_ENV, "TTY_COMPATIBLE", "TTY_INTERACTIVE", "NO_COLOR", "FORCE_COLOR"):
+        monkeypatch.delenv(name, raising=False)  # restored after the test: --no-tui sets them for the process
+    store(results_dir, stored_run("gemv", "v0", "a", [400] * 3) + stored_run("gemv", "v1", "b", [100] * 3))
+    framed = CliRunner().invoke(main, ["list", "--task", "gemv", "--gpu", "H200"])
+    assert framed.exit_code == 0 and BOX.search(framed.output), framed.output
+    plain = CliRunner().invoke(main, ["--no-tui", "diff", "--task", "gemv", "--gpu", "H200", "v0", "v1"])
+    assert plain.exit_code == 0 and not BOX.search(plain.output), plain.output
+    assert "|---" in plain.output and "| v1 ×v0 " in plain.output  # a Markdown table
+
+
+@pytest.mark.slow
+def test_a_run_in_flight_says_that_its_standing_evaluator_stopped(results_dir):
+    import signal
+    import uuid
+    env = {**os.environ, "NVFP4_ARENA_SERVER": f"stop-{uuid.uuid4().hex}"}
+    results_dir.mkdir(parents=True)
+    log = results_dir / "serve.log"
+    with open(log, "w") as out:
+        server = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "serve"], cwd=ROOT, env=env, stdout=out,
+                                  stderr=subprocess.STDOUT)
+        try:
+            wait_for(log, "serving", server)
+            hung = subprocess.Popen([sys.executable, str(ROOT / "run.py"), str(SUBS / "hangs.py"), "--task", "gemv",
+                                     "--mode", "test", "--case", "0", "--timeout", "120", "--no-record"], cwd=ROOT,
+                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            wait_for(log, "run ", server)
+            time.sleep(3)  # its worker is up and calling the file
+            server.send_signal(signal.SIGINT)
+            _, said = hung.communicate(timeout=60)
+        finally:
+            server.kill()
+            server.wait()
+    assert hung.returncode == 143, said
+    said = " ".join(said.split())
+    assert "the standing evaluator (run.py serve) stopped during this run, and the run with it" in said
+    assert "the runs in flight with it" in log.read_text()
+
+
+def wait_for(log: Path, words: str, proc: subprocess.Popen, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while words not in log.read_text():
+        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+        time.sleep(0.1)

@@ -71,7 +71,7 @@ def test_submit_best_then_leaderboard_on_cpu(results_dir):
     timing = timing_of(results.read(results_dir / "gemv.jsonl")[0])
     out = cli("submit", "--task", "gemv", "--best", "--timing", timing)
     assert out.returncode == 0, out.stderr
-    assert "best stored versions of gemv on cpu" in out.stderr and ": v0" in out.stderr
+    assert "fastest stored tries of gemv on cpu" in out.stderr and ": v0" in out.stderr
     assert "popcorn-cli submit --gpu B200 --leaderboard nvfp4_gemv --mode leaderboard" in out.stdout
     entry = results.read(results_dir / "leaderboard.jsonl")[0]
     source = (ROOT / "submissions" / "gemv" / "v0.py").read_text()
@@ -92,8 +92,8 @@ def test_leaderboard_ranks_and_tracks_best_so_far(results_dir):
     results.append(leaderboard_path(), {"task": "gemv", "gpu": "NVIDIA H100", "shapes": "contest", "version": "v0",
                                         "geomean_ns": 1e6, "when": "2026-11-04", "sha256": "cd" * 32})
     df = standings("gemv", timing="legacy").table
-    h200 = df[df["gpu"] == "NVIDIA H200"].set_index("version")
-    assert list(h200.sort_values("rank").index) == ["v1", "v2", "v0"]
+    h200 = df[df["gpu"] == "NVIDIA H200"].set_index("try")
+    assert list(h200.sort_values("rank").index) == ["v1@abababa", "v2@abababa", "v0@abababa"]  # no longer the files
     assert list(h200.sort_values("when")["best so far µs"]) == [900.0, 300.0, 300.0]
     assert df[df["gpu"] == "NVIDIA H100"]["rank"].tolist() == [1]
 
@@ -227,15 +227,15 @@ def test_merge_adds_each_device_record_once(results_dir, tmp_path):
     for r in [record("v0", "a", i, 400.0) for i in range(3)] + [record("v1", "b", i, 80.0) for i in range(3)]:
         results.append(device / "gemv.jsonl", r)
     results.append(device / "leaderboard.jsonl", {"task": "gemv", "version": "v1", "geomean_ns": 80_000.0})
-    assert results.merge(device, results_dir) == {"gemv.jsonl": 3, "leaderboard.jsonl": 1}
-    assert results.merge(device, results_dir) == {"gemv.jsonl": 0, "leaderboard.jsonl": 0}
+    assert added(results.merge(device, results_dir)) == {"gemv.jsonl": 3, "leaderboard.jsonl": 1}
+    assert added(results.merge(device, results_dir)) == {"gemv.jsonl": 0, "leaderboard.jsonl": 0}
     assert [r["run_id"] for r in results.read(results_dir / "gemv.jsonl")] == ["a"] * 3 + ["b"] * 3
     results.append(device / "gemv.jsonl", record("v2", "c", 0, 70.0))
     archive = tmp_path / "results.tgz"
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(device, arcname="results")
     out = cli("merge", str(archive), timeout=120)
-    assert out.returncode == 0 and "gemv.jsonl: 1 new record\n" in out.stdout, out.stderr
+    assert out.returncode == 0 and "results/gemv.jsonl: 7 records; 1 new record into" in out.stdout, out.stderr
     assert len(results.read(results_dir / "gemv.jsonl")) == 7
     empty = tmp_path / "empty"
     empty.mkdir()
@@ -247,10 +247,15 @@ def test_merge_keeps_cpu_records_out_of_the_tracked_history(results_dir, tmp_pat
     source = tmp_path / "elsewhere"
     results.append(source / "gemv.jsonl", cpu_run)
     results.append(source / "gemv.jsonl", record("v1", "d", 0, 80.0))
-    assert results.merge(source, results_dir) == {"gemv.jsonl": 2}
+    assert added(results.merge(source, results_dir)) == {"gemv.jsonl": 2}
     assert [r["run_id"] for r in results.read(results_dir / "local" / "gemv.jsonl")] == ["c"]
     assert [r["run_id"] for r in results.read(results_dir / "gemv.jsonl")] == ["d"]
-    assert results.merge(results_dir / "local", results_dir) == {"gemv.jsonl": 0}  # its own local folder: nothing
+    assert added(results.merge(results_dir / "local", results_dir)) == {"gemv.jsonl": 0}  # its own local folder
+
+
+def added(merge) -> dict:
+    """{source file: records appended} of a results.Merge."""
+    return {m.source: sum(m.added.values()) for m in merge.files}
 
 
 def test_long_lineages_are_labelled_by_name_only():

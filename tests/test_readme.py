@@ -20,11 +20,12 @@ from harness.submission import code_sha256
 
 ROOT = Path(__file__).resolve().parent.parent
 PLACEHOLDER = "my_kernel@1a2b"
-NEEDS_A_GPU = {  # the lines that time or read GPU-only files, or measure the GPU itself
+# the lines that time or read GPU-only files, or measure the GPU itself (`submit --best` is not one: on a CPU it
+# picks among the participant's own tries, which run there)
+NEEDS_A_GPU = {
     "python run.py calibrate",
     "python run.py diff --task gemv --measure v11 v12",
     "python run.py submit --task gemv --submission v12",
-    "python run.py submit --task gemv --best",
 }
 STANDING = "python run.py serve"  # runs until stopped: it must come up, and leave on Ctrl-C
 

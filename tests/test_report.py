@@ -76,8 +76,9 @@ def test_report_page_holds_standings_lineages_charts_and_flags(stored):
     dom.feed(Path(page["path"]).read_text())
     assert "NVIDIA H200" in dom.find("h1")[0]["text"] and "arena timing" in dom.find("p", **{"class": "meta"})[0]["text"]
     standings = dom.inside("standings", "tr", **{"data-task": "gemv"})
-    assert "v1" in standings[0]["text"] and "v1 (80.00 µs)" in standings[0]["text"]
-    assert [e["attrs"]["data-version"] for e in dom.inside("standings", "tr", **{"data-version": "v1"})] == ["v1"]
+    assert "v1" in standings[0]["text"] and "v1@abababa (80.00 µs)" in standings[0]["text"]  # the entry's try
+    entries = dom.inside("standings", "tr", **{"data-try": "v1@abababa"})
+    assert [e["attrs"]["data-try"] for e in entries] == ["v1@abababa"]
     gemv = dom.inside("task-gemv", "tr")
     lineage = [e for e in gemv if "data-version" in e["attrs"]]
     assert [e["attrs"]["data-version"] for e in lineage] == ["v0", "v1"]  # versions with runs, lineage order

@@ -126,13 +126,23 @@ def test_measured_diff_sets_each_version_against_the_first(monkeypatch):
     assert second["speedup_vs_base"] == pytest.approx(1.0) and second["verdict"] == "no significant difference"
 
 
-def test_merge_from_an_archive_wants_one_folder_of_records(results_dir, tmp_path):
-    for name in ("a", "b"):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "gemv.jsonl").write_text("")
-    with tarfile.open(tmp_path / "two.tgz", "w:gz") as archive:
-        archive.add(tmp_path / "a", arcname="a")
-        archive.add(tmp_path / "b", arcname="b")
-    with pytest.raises(results.MergeError, match="expected one folder of .jsonl records inside, found 2"):
-        results.merge_from(tmp_path / "two.tgz", results_dir)
-    assert results.merge_from(tmp_path / "a", results_dir) == {"gemv.jsonl": 0}
+def test_merge_takes_a_tar_of_a_whole_results_folder(results_dir, tmp_path):
+    """What `tar czf results.tgz results` makes of a checkout's results: its records, its CPU records in local/, and
+    notes' folders of raw runs (other .jsonl files, left alone); each record lands where its machine's belong."""
+    folder = tmp_path / "other_machine" / "results"
+    gpu = {"run_id": "g", "version": "v0", "mode": "benchmark", "status": "pass", "gpu": {"name": "NVIDIA H200"}}
+    cpu = {**gpu, "run_id": "c", "gpu": {"name": "cpu"}}
+    results.append(folder / "gemv.jsonl", gpu)
+    results.append(folder / "local" / "gemv.jsonl", cpu)
+    results.append(folder / "h200" / "notes_2026-11-26" / "runs_1a2b3c4.jsonl", gpu)
+    with tarfile.open(tmp_path / "results.tgz", "w:gz") as archive:
+        archive.add(folder, arcname="results")
+    done = results.merge_from(tmp_path / "results.tgz", results_dir)
+    assert [(m.source, m.records, sum(m.added.values())) for m in done.files] == [
+        ("results/gemv.jsonl", 1, 1), ("results/local/gemv.jsonl", 1, 1)]
+    assert done.left_out == ["results/h200/notes_2026-11-26/runs_1a2b3c4.jsonl"]
+    assert results.read(results_dir / "gemv.jsonl") == [gpu]
+    assert results.read(results_dir / "local" / "gemv.jsonl") == [cpu]
+    again = results.merge_from(tmp_path / "results.tgz", results_dir)
+    assert [sum(m.added.values()) for m in again.files] == [0, 0]  # each record once
+    assert not list(results_dir.rglob("runs_*.jsonl"))

@@ -117,6 +117,9 @@ def test_a_hash_prefix_must_pick_exactly_one_try(results_dir):
 
 
 def test_a_past_try_runs_again_from_its_kept_copy(results_dir, tmp_path):
+    from rich.console import Console
+
+    import run as run_py
     path = tmp_path / "my_gemv.py"
     path.write_text("# first\n")
     first = tries.code_of(path)
@@ -126,6 +129,9 @@ def test_a_past_try_runs_again_from_its_kept_copy(results_dir, tmp_path):
     sub = tries.resolve(f"my_gemv@{first[:4]}", "gemv", leaderboards())
     assert sub.version == "my_gemv" and sub.sha256 == first and sub.path.read_text() == "# first\n"
     assert sub.path != path  # the file itself holds the second content now
+    console = Console(record=True, width=200)
+    run_py.show_precheck(sub, console)  # the copy is named by its hash: the run names it by the try's name
+    assert console.export_text().startswith("static pre-check of my_gemv's kept copy: ")
     sources.folder().joinpath(f"{first}.py").unlink()
     with pytest.raises(SubmissionError, match="no copy of it was kept"):
         tries.resolve(f"my_gemv@{first[:4]}", "gemv", leaderboards())
@@ -251,3 +257,47 @@ def test_two_codes_sharing_the_shown_digits_are_still_two_tries(results_dir):
     assert list(mine["runs"]) == [1, 1]
     compared = previous_try([summary("gemv", "my_kernel", "dda8b31" + "c" * 57, [500] * 3)])
     assert compared.now == "my_kernel@dda8b31c" and compared.previous == "my_kernel@dda8b31b"
+
+
+def test_diff_of_two_tries_sets_each_against_the_first(results_dir):
+    """Two tries of a file have no parent and no v0: diff gives them the ratio diff --measure gives, ×<first>."""
+    two_tries(results_dir)
+    view = per_shape_table("gemv", ["my_gemv@a1a1", "my_gemv"])
+    assert list(view.table["my_gemv@b2b2b2b ×my_gemv@a1a1a1a"]) == [4.0] * 4  # three shapes and the geomean
+    assert "my_gemv@a1a1a1a ×my_gemv@a1a1a1a" not in view.table.columns
+    assert view.as_json()["geomean"][1]["speedup_vs_first"] == 4.0
+
+
+def test_submit_best_nominates_the_participants_own_tries(results_dir, tmp_path, monkeypatch):
+    """A participant's tries with runs on this machine are candidates beside the lineage's versions: `list` names the
+    fastest of them, and `submit --best` measures it again, under its label, and picks it. A try whose code is gone
+    cannot run again, so it is neither, however fast its stored runs."""
+    import harness.evaluator.session
+    from harness.views import remeasure
+    from harness.views.best import decide
+    path = tmp_path / "my_gemv.py"
+    path.write_text((SUBMISSIONS / "gemv" / "v0.py").read_text() + "# mine\n")
+    mine = tries.code_of(path)
+    sources.keep(path, mine)
+    store(results_dir, run("gemv", "v0", "a", [400, 400], gpu="cpu", kind="smoke")
+          + [{**r, "submission": str(path)} for r in run("gemv", "my_gemv", "b", [100, 100], gpu="cpu", kind="smoke",
+                                                         sha256=mine, ts="2026-11-22T09:00:00")]
+          + run("gemv", "my_gemv", "c", [50, 50], gpu="cpu", kind="smoke", sha256=OLD))  # no copy of it anywhere
+    label = f"my_gemv@{mine[:7]}"
+    listed = lineage_table("gemv", "cpu", kind="smoke")
+    assert listed.body["fastest"] == label and listed.table.set_index("version").loc["my_gemv@a1a1a1a", "rank"] == 1
+    monkeypatch.setattr(remeasure.device, "name", lambda: "cpu")
+    nomination = remeasure.nominate("gemv", "smoke", "arena", 3)
+    assert nomination.versions == [label, "v0"] and nomination.oldest_first == ["v0", label]
+    calls = []
+
+    def measured(subs, shapes, rounds, on_round=None, timing="arena", on_fail=None):
+        calls.append([(s.version, s.code_sha256, s.path.read_text()) for s in subs])
+        times = {label: [100.0, 101.0, 99.0], "v0": [400.0, 398.0, 405.0]}  # per round, on both shapes
+        return {s.version: {0: times[s.version], 1: times[s.version]} for s in subs}
+    monkeypatch.setattr(harness.evaluator.session, "measure_interleaved", measured)
+    decision = remeasure.choose("gemv", nomination, "smoke", 3, "arena")
+    assert decision.winner == label and calls[0][0] == (label, mine, path.read_text())
+    assert tries.resolve(decision.winner, "gemv", leaderboards()).version == "my_gemv"  # submitted under its name
+    tied = decide({v: {0: [100.0, 101.0, 99.0]} for v in (label, "v0")}, {}, nomination.oldest_first)
+    assert tied.winner == "v0"  # a tie goes to the oldest: the lineage's version before a participant's try

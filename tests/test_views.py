@@ -16,9 +16,11 @@ from fixtures_views import H200, entry, run, store
 
 from harness import results
 from harness.protocol import timing_of
-from harness.views.lineage import ViewError, lineage_table, per_shape_table, versions
+from harness.views import lineage
+from harness.views.lineage import ViewError, lineage_table, per_shape_table, per_shape_table_found, versions
 
 ROOT = Path(__file__).resolve().parent.parent
+OLD = "a1" * 32  # a code hash of a file outside the lineage
 
 
 def cli(*args, timeout=300):
@@ -126,7 +128,7 @@ def test_views_compare_one_timing_method_and_name_the_others(results_dir):
                                                                               timing="legacy"))
     with pytest.raises(ViewError, match=r"no arena-timed runs of gemv on NVIDIA H200; stored: legacy \(2 runs\)"):
         lineage_table("gemv")
-    out = cli("list", "--task", "gemv")
+    out = cli("list", "--task", "gemv", "--timing", "arena")
     assert out.returncode == 1 and "pass --timing legacy" in flat(out.stderr)
     store(results_dir, run("gemv", "v1", "c", [50] * 3, timing="contest"))
     legacy = lineage_table("gemv", timing="legacy").table.set_index("version")
@@ -147,11 +149,38 @@ def test_unknown_gpu_and_version_are_errors_that_list_the_known_ones(results_dir
     assert out.returncode == 1 and "no complete arena-timed run of v2" in flat(out.stderr)
 
 
-def test_a_cpu_user_is_pointed_at_smoke_runs(results_dir):
+def test_a_gpu_user_is_pointed_at_smoke_runs(results_dir, monkeypatch):
     store(results_dir / "local", run("gemv", "v0", "a", [5.0, 6.0], gpu="cpu", kind="smoke"))
-    out = cli("list", "--task", "gemv", "--gpu", "cpu")
-    assert out.returncode == 1 and "add --smoke" in flat(out.stderr) and "cpu (1 run)" in flat(out.stderr)
-    assert cli("list", "--task", "gemv", "--gpu", "cpu", "--smoke").returncode == 0
+    monkeypatch.setattr(lineage, "this_machine", lambda: (H200, "benchmarks"))
+    with pytest.raises(ViewError, match=r"stored \(cpu \(1 run\)\): add --smoke"):
+        lineage_table("gemv", gpu="cpu", kind=None)
+    assert lineage_table("gemv", gpu="cpu", kind="smoke").runs == {"v0": 1}
+
+
+def test_views_default_to_this_machines_runs(results_dir, monkeypatch):
+    """The committed H200 runs outnumber this CPU machine's smoke runs of a file: list, diff and plot still read this
+    machine's; a name with runs only elsewhere is told where they are and how to see them, never "unknown"."""
+    store(results_dir, run("gemv", "v0", "a", [400] * 3) + run("gemv", "v1", "b", [100] * 3)
+          + run("gemv", "v1", "c", [110] * 3))
+    store(results_dir / "local", run("gemv", "my_kernel", "d", [5.0, 6.0], gpu="cpu", kind="smoke", sha256=OLD)
+          + run("gemv", "v0", "e", [9.0, 9.0], gpu="cpu", kind="smoke"))
+    monkeypatch.setattr(lineage, "this_machine", lambda: ("cpu", "smoke"))
+    view = lineage_table("gemv", kind=None)
+    assert (view.scope.gpu, view.scope.kind) == ("cpu", "smoke") and set(view.runs) == {"v0", "my_kernel@a1a1a1a"}
+    assert list(per_shape_table_found("gemv", ["v0", "my_kernel"]).runs) == ["v0", "my_kernel@a1a1a1a"]
+    with pytest.raises(ViewError) as told:
+        per_shape_table_found("gemv", ["v1", "my_kernel"])
+    said = flat(str(told.value))
+    assert "unknown" not in said and "no complete arena-timed run of v1 on cpu (smoke shapes)" in said
+    assert "v1 has runs on NVIDIA H200 (contest shapes, 2 arena-timed runs): add --gpu 'NVIDIA H200'" in said
+    monkeypatch.setattr(lineage, "this_machine", lambda: (H200, "benchmarks"))  # on the H200 itself: its runs
+    assert lineage_table("gemv", kind=None).scope.gpu == H200
+    with pytest.raises(ViewError, match=r"my_kernel has runs on cpu \(smoke shapes, 1 arena-timed run\): add --smoke"):
+        per_shape_table("gemv", ["v0", "my_kernel"], kind=None)
+    with pytest.raises(ViewError, match="unknown version of gemv: nobody"):
+        per_shape_table("gemv", ["nobody"], kind=None)
+    monkeypatch.setattr(lineage, "this_machine", lambda: ("NVIDIA B200", "benchmarks"))  # no runs here: the most runs
+    assert lineage_table("gemv", kind=None).scope.gpu == H200
 
 
 def test_cpu_tables_show_the_median_and_rank_by_it(results_dir):
@@ -237,7 +266,7 @@ def test_leaderboard_ranks_arena_entries_of_the_current_method_unless_asked(resu
 def test_plots_keep_one_file_per_gpu_timing_and_shape_set(results_dir):
     store(results_dir, run("gemv", "v0", "a", [400, 500, 600]) + run("gemv", "v1", "b", [90, 80, 70])
           + run("gemv", "v0", "c", [900, 800], gpu="cpu", kind="smoke"))
-    contest = json.loads(cli("plot", "--task", "gemv", "--json").stdout)["paths"]
+    contest = json.loads(cli("plot", "--task", "gemv", "--gpu", "H200", "--json").stdout)["paths"]
     smoke = json.loads(cli("plot", "--task", "gemv", "--smoke", "--json").stdout)["paths"]
     names = sorted(Path(p).name for p in contest + smoke)
     assert names == ["gemv_cpu_arena_smoke_lineage.png", "gemv_cpu_arena_smoke_roofline.png",
@@ -434,6 +463,7 @@ def test_submit_best_leaves_out_a_candidate_that_fails_a_round(results_dir, monk
     assert len(results.read(results_dir / "leaderboard.jsonl")) == 1
 
 
+@pytest.mark.slow
 def test_submit_best_submits_the_next_candidate_when_its_pick_fails_leaderboard_mode(results_dir, monkeypatch,
                                                                                     tmp_path):
     """v0 and v1 tie, so v0 is picked; v0 (here a file that writes 1s) then fails leaderboard mode, so v1 (here v0's
@@ -473,6 +503,7 @@ def test_submit_best_submits_the_next_candidate_when_its_pick_fails_leaderboard_
     assert len(results.read(results_dir / "leaderboard.jsonl")) == 1
 
 
+@pytest.mark.slow
 def test_a_submission_file_as_the_first_argument(results_dir):
     out = cli(str(ROOT / "tests" / "submissions" / "segfault.py"), "--mode", "test", "--case", "0", "--no-record")
     assert out.returncode == 1 and "SIGSEGV" in out.stdout
@@ -514,3 +545,64 @@ def test_errors_under_json_are_json_on_stdout(results_dir):
     view = subprocess.run([sys.executable, str(ROOT / "run.py"), "list", "--task", "gemv", "--json"],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert view.returncode == 1 and "no " in json.loads(view.stdout)["error"]
+
+
+def test_leaderboard_names_each_entry_as_every_view_names_its_try(results_dir):
+    from harness.submission import code_sha256
+    from harness.views.standings import standings
+    source = "import torch\n\n\ndef custom_kernel(data):\n    return data[-1]\n"
+    results.append(results_dir / "leaderboard.jsonl", {**entry("gemv", "my_kernel", 100), "source": source})
+    current = (ROOT / "submissions" / "gemv" / "v0.py").read_text()
+    results.append(results_dir / "leaderboard.jsonl", {**entry("gemv", "v0", 400), "source": current})
+    board = standings("gemv")
+    assert list(board.table["try"]) == [f"my_kernel@{code_sha256(source)[:7]}", "v0"]
+    assert "sha256" not in board.table.columns and [r["try"] for r in board.rows] == list(board.table["try"])
+
+
+def test_a_cpu_chart_draws_no_speed_of_light(results_dir):
+    from harness.views.lineage import scoped
+    from harness.views.plots import lineage_figure
+    store(results_dir, [{**r, "sol_ns": None} for r in run("gemv", "v0", "a", [5.0, 6.0], gpu="cpu", kind="smoke")])
+    fig = lineage_figure(*scoped("gemv", "cpu", kind="smoke"))
+    legends = [t.get_text() for ax in fig.get_axes() for t in ax.get_legend().get_texts()]
+    assert legends and not [t for t in legends if "SOL" in t or "nan" in t]
+
+
+def test_list_says_a_gpu_only_file_was_skipped_and_cuts_messages_at_a_word(results_dir):
+    """The words the sweep uses for a GPU-only file on a machine without a GPU, and a long message cut between words."""
+    from harness.protocol import NEEDS_GPU
+    from harness.views.tries import current_code
+    store(results_dir, run("gemv", "v0", "a", [5.0, 6.0], gpu="cpu", kind="smoke"))
+    failed = {**run("gemv", "v1", "f", [1], gpu="cpu", kind="smoke")[0], "mode": "test", "status": "error",
+              "stats": None, "code_sha256": current_code("gemv", "v1"),
+              "message": f"submission failed to load: {NEEDS_GPU} (its kernels are built for one) and this machine "
+                         f"has none: ModuleNotFoundError: No module named 'triton'"}
+    long = {**failed, "version": "v2", "code_sha256": current_code("gemv", "v2"),
+            "message": "RuntimeError: " + " ".join(["wordy"] * 60)}
+    store(results_dir, [failed, long])
+    rows = {r["version"]: r for r in lineage_table("gemv", "cpu", kind="smoke").as_json()["rows"]}
+    assert (rows["v1"]["last_failure"]["status"], rows["v1"]["last_failure"]["message"]) == ("skipped", "needs a GPU")
+    cut = rows["v2"]["last_failure"]["message"]
+    assert cut.endswith("wordy…") and len(cut) <= 200 and rows["v2"]["last_failure"]["status"] == "error"
+    store(results_dir, [{**failed, "gpu": {"name": H200, "cc": "9.0"}}])  # said on a GPU: the file's words, no fact
+    assert lineage.last_failures("gemv", H200, ["v1"])["v1"]["status"] == "error"
+
+
+def test_list_and_diff_read_the_older_method_where_a_scope_has_none_of_the_default(results_dir, monkeypatch):
+    """A fresh clone holds only arena runs from before the evaluator's clock (arena-worker): without --timing, list and
+    diff show them and say so; --timing arena asked for them explicitly is still an error that names what is stored."""
+    from click.testing import CliRunner
+
+    from run import cli as main
+    store(results_dir, [{**r, "schema": 7} for r in run("gemv", "v0", "a", [400] * 3)
+                        + run("gemv", "v1", "b", [100] * 3)])
+    monkeypatch.setattr(lineage, "this_machine", lambda: ("cpu", "smoke"))
+    view = lineage_table("gemv", timing=None, kind=None)
+    assert (view.scope.gpu, view.scope.timing, view.runs) == (H200, "arena-worker", {"v0": 1, "v1": 1})
+    with pytest.raises(ViewError, match="no arena-timed runs of gemv on NVIDIA H200; stored: arena-worker"):
+        lineage_table("gemv", kind=None)
+    listed = CliRunner().invoke(main, ["list", "--task", "gemv"])
+    assert listed.exit_code == 0 and "no arena-timed runs here: these are arena-worker-timed" in flat(listed.output)
+    compared = CliRunner().invoke(main, ["diff", "--task", "gemv", "v0", "v1", "--json"])
+    assert compared.exit_code == 0 and json.loads(compared.stdout)["timing"] == "arena-worker"
+    assert CliRunner().invoke(main, ["list", "--task", "gemv", "--timing", "arena"]).exit_code == 1

@@ -30,7 +30,7 @@ from rich.table import Table
 
 from .. import device, results
 from ..paths import ROOT
-from ..protocol import NEEDS_GPU, brief
+from ..protocol import GPU_SKIP, brief, needs_a_gpu
 from ..rules import DEFAULT_TIMING
 from ..views.lineage import unmeasured
 from ..views.lineage import versions as lineage_versions
@@ -204,6 +204,15 @@ def parse_summaries(stdout: str) -> list | None:
     return None
 
 
+def refusal(stdout: str) -> str | None:
+    """run.py --json's {"error": ...}: why it ran nothing (a file that does not parse, a name that is no file)."""
+    try:
+        data = json.loads(stdout)
+    except json.JSONDecodeError:
+        return None
+    return data["error"] if isinstance(data, dict) and isinstance(data.get("error"), str) else None
+
+
 def judge(job: SweepJob, lane: str, returncode: int, stdout: str, stderr: str, wall_s: float) -> Attempt:
     """The verdict of one finished run.py process."""
     attempt = Attempt(job, lane, "lost", wall_s=wall_s, number=job.attempts)
@@ -213,6 +222,10 @@ def judge(job: SweepJob, lane: str, returncode: int, stdout: str, stderr: str, w
             attempt.message = f"killed by {signal.Signals(-returncode).name}"
         except ValueError:
             attempt.message = f"killed by signal {-returncode}"
+        return attempt
+    refused = refusal(stdout)
+    if summaries is None and refused and returncode in (1, 2):  # run.py's answer about the file: a verdict, not a loss
+        attempt.status, attempt.message = "fail", refused
         return attempt
     if summaries is None:
         said = [line for line in stderr.strip().splitlines() if line.strip()]
@@ -225,11 +238,8 @@ def judge(job: SweepJob, lane: str, returncode: int, stdout: str, stderr: str, w
         attempt.message = f"its worker crashed: {brief(crashed['message'])}"
     elif returncode == 0 and all(s["passed"] for s in summaries):
         attempt.status = "pass"
-    elif attempt.records and all(NEEDS_GPU in r["message"] and not (r.get("gpu") or {}).get("cc")
-                                 for r in attempt.records if r["status"] != "pass"):
-        # the worker's words, believed only where the evaluator ran without a GPU (its records name no compute
-        # capability): on a GPU a file that says it needs one has failed
-        attempt.status, attempt.message = "skipped", "skipped: needs a GPU"
+    elif attempt.records and all(needs_a_gpu(r) for r in attempt.records if r["status"] != "pass"):
+        attempt.status, attempt.message = "skipped", f"skipped: {GPU_SKIP}"
     else:
         attempt.status = "fail"
         bad = next((r for r in attempt.records if r["status"] != "pass"), None)

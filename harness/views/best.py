@@ -1,7 +1,8 @@
-"""Which version `submit --best` submits. Stored runs only nominate candidates; the candidates are
-then measured again, interleaved (each in a worker of its own), and the fastest wins only where its paired interval
-says so. Candidates whose interval against the fastest contains 1 are tied with it, and of a tie the
-oldest version (the simplest, fewest ideas stacked) is picked. A candidate that failed a round is left out, and
+"""Which try `submit --best` submits. Stored runs only nominate candidates (lineage versions and a participant's own
+tries); the candidates are then measured again, interleaved (each in a worker of its own), and the fastest wins only
+where its paired interval says so. Candidates whose interval against the fastest contains 1 are tied with it, and of
+a tie the oldest is picked (a lineage version, the simplest with the fewest ideas stacked, before a participant's
+try; tries by their first stored run). A candidate that failed a round is left out, and
 the decision says why; so is a winner that then fails leaderboard mode, and the next candidate is submitted."""
 from dataclasses import dataclass, field
 
@@ -37,6 +38,7 @@ class Decision:
     standings: list[Standing]
     excluded: dict[str, str] = field(default_factory=dict)  # candidate left out -> its verdict
     pooled: dict = field(default_factory=dict, repr=False)  # the measurement decided on (decide's argument)
+    oldest_first: list[str] | None = field(default=None, repr=False)  # decide's argument
 
     @property
     def tied(self) -> list[str]:
@@ -58,7 +60,7 @@ class Decision:
         if version not in self.pooled:
             raise ValueError(f"{version} is not a candidate of this decision")
         left = {v: times for v, times in self.pooled.items() if v != version}
-        return decide(left, {**self.excluded, version: why}) if left else None
+        return decide(left, {**self.excluded, version: why}, self.oldest_first) if left else None
 
     def explain(self) -> str:
         left_out = "".join(f"\n{v} left out: it {why}" for v, why in self.excluded.items())
@@ -71,21 +73,27 @@ class Decision:
                 f"{self.rounds} rounds): picking the oldest, {self.winner}{left_out}")
 
 
-def decide(pooled: dict[str, dict[int, list[float]]], excluded: dict[str, str] | None = None) -> Decision:
+def decide(pooled: dict[str, dict[int, list[float]]], excluded: dict[str, str] | None = None,
+           oldest_first: list[str] | None = None) -> Decision:
     """pooled: {version: {shape index: [mean ns per round]}} from one interleaved measurement; excluded: the
-    candidates left out of it, with their verdicts."""
+    candidates left out of it, with their verdicts; oldest_first: the candidates by age (default: lineage order,
+    version_key)."""
     indices = sorted(next(iter(pooled.values())))
     per_version = {v: [pooled[v][i] for i in indices] for v in pooled}
+    order = {v: (i, version_key(v)) for i, v in enumerate(oldest_first)} if oldest_first else {}
+
+    def age(v):
+        return order.get(v, (len(order), version_key(v)))
 
     def log_time(v):  # mean over rounds and shapes of log time: the order the paired ratios agree with
         return float(np.mean([np.log(times) for times in per_version[v]]))
-    fastest = min(per_version, key=lambda v: (log_time(v), version_key(v)))
+    fastest = min(per_version, key=lambda v: (log_time(v), age(v)))
     standings = []
     for v, times in per_version.items():
         interval = geomean_ratio_ci(times, per_version[fastest])
         standings.append(Standing(v, geomean([float(np.mean(t)) for t in times]), interval,
                                   v == fastest or interval.low <= 1.0))
-    standings.sort(key=lambda s: (s.vs_fastest.point, version_key(s.version)))
-    winner = min((s.version for s in standings if s.tied), key=version_key)
+    standings.sort(key=lambda s: (s.vs_fastest.point, age(s.version)))
+    winner = min((s.version for s in standings if s.tied), key=age)
     rounds = len(per_version[fastest][0])
-    return Decision(winner, fastest, rounds, standings, dict(excluded or {}), pooled)
+    return Decision(winner, fastest, rounds, standings, dict(excluded or {}), pooled, oldest_first)

@@ -7,7 +7,9 @@ A version's number is the geomean over shapes of the median over its complete ru
 timed every shape), so one noisy run cannot move it far; per shape the statistic is the contest's
 mean on a GPU and the median on a CPU, whose wall-clock samples carry outliers that dominate a mean.
 """
+import ctypes
 import re
+import shlex
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -15,12 +17,13 @@ import pandas as pd
 
 from reference.cases import cases, leaderboards
 
-from ..protocol import brief, timing_of
+from ..protocol import GPU_SKIP, brief, needs_a_gpu, timing_of
 from ..results import LOCAL, read_all, results_dir
 from ..rules import DEFAULT_TIMING
 from ..stats import geomean
 from ..submission import SUBMISSIONS, SubmissionError, docstring, version_key
 from . import tries
+from .tables import shorten
 
 PARENT = re.compile(r"Parent:\s*(v\d+\w*|none)", re.IGNORECASE)
 CPU = "cpu"
@@ -156,16 +159,42 @@ def smoke_hint(task: str, gpu: str | None, kind: str) -> str:
     return f"; runs on the smoke shapes are stored ({run_counts(smoke, 'gpu')}): add --smoke to see them"
 
 
+def this_machine() -> tuple[str, str]:
+    """The GPU name and case kind this machine's runs are stored under: a CPU's smoke runs where no CUDA driver loads
+    (told without importing torch), else the timing device's name (harness.device) and, on a GPU, the contest's
+    benchmarks."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return CPU, "smoke"
+    from .. import device
+    gpu = device.name()
+    return gpu, "smoke" if gpu == CPU else "benchmarks"
+
+
+def default_scope(task: str, gpu: str | None) -> tuple[str | None, str]:
+    """The GPU and case kind a view reads where only `gpu` (or nothing) was asked for: this machine's runs where it
+    has any of the task, else the contest's benchmarks (on the GPU asked for, or the one with the most runs)."""
+    here, kind = this_machine()
+    if gpu is None:
+        mine = benchmark_records(task, kind)
+        return (here, kind) if (mine["gpu"] == here).any() else (None, "benchmarks")
+    return gpu, kind if gpu.lower() in here.lower() else "benchmarks"
+
+
 def complete_runs(df: pd.DataFrame, n_shapes: int) -> pd.DataFrame:
     """Only the runs that timed every shape of the set."""
     sizes = df.groupby("run_id")["index"].nunique()
     return df[df["run_id"].isin(sizes[sizes == n_shapes].index)]
 
 
-def scoped(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMING,
-           kind: str = "benchmarks") -> tuple[Scope, pd.DataFrame]:
+def scoped(task: str, gpu: str | None = None, timing: str | None = DEFAULT_TIMING,
+           kind: str | None = "benchmarks") -> tuple[Scope, pd.DataFrame]:
     """The complete runs of one task on one GPU with one timing method, or a ViewError that says
-    which GPUs and methods are stored."""
+    which GPUs and methods are stored; kind None: default_scope's; timing None (none asked for): the default method,
+    or where the scope has no runs of it, the method most of its runs have (committed records of an older method)."""
+    if kind is None:
+        gpu, kind = default_scope(task, gpu)
     shape_set = "contest" if kind == "benchmarks" else "smoke"
     df = benchmark_records(task, kind)
     if df.empty:
@@ -173,10 +202,13 @@ def scoped(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMING,
                         f"(CPU runs: in {results_dir() / LOCAL}): "
                         f"run benchmark mode on some versions first{smoke_hint(task, gpu, kind)}")
     try:
-        gpu = pick_gpu(df, gpu, timing)
+        gpu = pick_gpu(df, gpu, timing or DEFAULT_TIMING)
     except ViewError as exc:
         raise ViewError(f"{exc}{smoke_hint(task, gpu, kind)}") from None
     on_gpu = df[df["gpu"] == gpu]
+    if timing is None:
+        methods = on_gpu.groupby("timing")["run_id"].nunique().sort_values(ascending=False, kind="stable")
+        timing = DEFAULT_TIMING if DEFAULT_TIMING in methods.index or methods.empty else methods.index[0]
     picked = on_gpu[on_gpu["timing"] == timing]
     if picked.empty:
         other = on_gpu["timing"].value_counts().index[0]
@@ -232,6 +264,17 @@ def ranked(scope: Scope, df: pd.DataFrame) -> list[Score]:
     return sorted(scores(scope, df).values(), key=lambda s: (s.geomean_ns, version_key(s.version)))
 
 
+def candidates(task: str, scope: Scope, df: pd.DataFrame):
+    """The tries in scope that can be run again (tries.runnable: lineage versions as their files are now, and any
+    other name's try whose code is kept), fastest first, as Scores: what `submit --best` nominates from and what
+    `list` calls the fastest. A generator: the records are read for the first one asked for."""
+    records = None
+    for score in ranked(scope, df):
+        records = read_all(f"{task}.jsonl") if records is None else records
+        if tries.runnable(task, score.version, df, records):
+            yield score
+
+
 def us(ns: float | None) -> float | None:
     return None if ns is None else ns / 1e3
 
@@ -247,8 +290,11 @@ def last_failures(task: str, gpu: str, names: list[str]) -> dict:
                 and tries.record_code(r) == current[name] \
                 and r.get("timestamp", "") >= newest.get(name, {}).get("timestamp", ""):
             newest[name] = r
-    return {name: {"status": r["status"], "mode": r.get("mode"), "when": r.get("timestamp", "")[:10],
-                   "message": brief(r.get("message") or "").splitlines()[0][:200] if r.get("message") else ""}
+    def outcome(r: dict) -> dict:  # a GPU-only file on a machine without one: skipped, as the sweep says
+        if needs_a_gpu(r):
+            return {"status": "skipped", "message": GPU_SKIP}
+        return {"status": r["status"], "message": shorten(brief(r.get("message") or ""), 200)}
+    return {name: {**outcome(r), "mode": r.get("mode"), "when": r.get("timestamp", "")[:10]}
             for name, r in newest.items() if r.get("status") not in ("pass", "skipped")}
 
 
@@ -271,17 +317,17 @@ def other_timings(every: pd.DataFrame, scope: Scope, names: list[str]) -> dict:
     return {name: run_counts(runs, "timing") for name, runs in here.groupby("version")}
 
 
-def lineage_table(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMING,
-                  kind: str = "benchmarks") -> View:
+def lineage_table(task: str, gpu: str | None = None, timing: str | None = DEFAULT_TIMING,
+                  kind: str | None = "benchmarks") -> View:
     """Every lineage version, then every other try with runs (a version's earlier contents after it, a
     name's tries newest first): parent, idea, runs, geomean, the spread of its runs, rank, ×SOL and
     ×parent (against the parent's current content, or its newest try with runs here, as named); for a version
     without runs whose last run on this GPU did not pass, that run (last_failures), and its runs there timed
-    another way (other_timings)."""
+    another way (other_timings); and the fastest of the tries that can be run again (candidates), or None."""
     scope, df = scoped(task, gpu, timing, kind)
     score = scores(scope, df)
     rank = {s.version: i + 1 for i, s in enumerate(ranked(scope, df))}
-    every = benchmark_records(task, kind)
+    every = benchmark_records(task, scope.kind)
     lineage = {v.name: v for v in versions(task)}
     unscored = [name for name in lineage if name not in score]
     failures, elsewhere = last_failures(task, scope.gpu, unscored), other_timings(every, scope, unscored)
@@ -303,39 +349,74 @@ def lineage_table(task: str, gpu: str | None = None, timing: str = DEFAULT_TIMIN
                            "×SOL": r["sol_multiple"], "×parent": r["speedup_vs_parent"]} for r in rows])
     table = table.astype({"rank": "Int64", "runs": "Int64", "geomean µs": float, "spread %": float, "×SOL": float,
                           "×parent": float})
-    return View(scope, {"rows": rows}, table, {name: s.runs for name, s in score.items()})
+    fastest = next(candidates(task, scope, df), None)
+    return View(scope, {"rows": rows, "fastest": fastest.version if fastest else None}, table,
+                {name: s.runs for name, s in score.items()})
+
+
+def flags(gpu: str, kind: str, timing: str, asked_timing: str) -> str:
+    """The options that make a view read runs of this GPU, case kind and timing method."""
+    words = [] if gpu == CPU and kind == "smoke" else ["--gpu", shlex.quote(gpu)]
+    words += ["--smoke"] if kind == "smoke" else []
+    words += ["--timing", timing] if timing != asked_timing else []
+    return " ".join(words)
+
+
+def stored_elsewhere(task: str, name: str, timing: str) -> list[str]:
+    """Where a try (a label, or a bare name: any of its tries) has complete runs, one GPU and shape set at a time,
+    most runs first, as 'GPU (shape set, N timing-timed runs): add OPTIONS' (the timing asked for where it has such
+    runs there, else the method with the most)."""
+    found = []
+    for kind in ("benchmarks", "smoke"):
+        df = benchmark_records(task, kind)
+        mine = df[(df["version"] == name) | (df["name"] == name)]
+        complete = complete_runs(mine, len(cases(task, kind))) if len(mine) else mine
+        for gpu, runs in complete.groupby("gpu"):
+            counts = runs.groupby("timing")["run_id"].nunique().sort_values(ascending=False, kind="stable")
+            how = timing if timing in counts.index else counts.index[0]
+            found.append((-int(counts.sum()), f"{gpu} ({'contest' if kind == 'benchmarks' else 'smoke'} shapes, "
+                                              f"{plural(int(counts[how]), f'{how}-timed run')}): add "
+                                              f"{flags(gpu, kind, how, timing)}"))
+    return [text for _, text in sorted(found, key=lambda pair: pair[0])]
 
 
 def check_names(task: str, names: list[str], scope: Scope, df: pd.DataFrame) -> None:
-    """Unknown versions, and known ones without a complete run in scope, are errors."""
-    lineage = [v.name for v in versions(task)]
-    stored = set(benchmark_records(task, scope.kind)["version"])
-    unknown = [n for n in names if n not in lineage and n not in stored]
-    if unknown:
-        raise ViewError(f"unknown version{'s' if len(unknown) > 1 else ''} of {task}: {', '.join(unknown)}; "
-                        f"known: {', '.join(lineage + sorted(stored - set(lineage), key=version_key))}")
+    """Names without a complete run in scope are errors that say where they have runs (and the options that show
+    them there); a name that is neither in the lineage nor stored anywhere is unknown."""
     have = set(df["version"])
     missing = [n for n in names if n not in have]
-    if missing:
-        raise ViewError(f"no complete {scope.timing}-timed run of {', '.join(missing)} on {scope.gpu} "
-                        f"({scope.shape_set} shapes); versions with runs: "
-                        f"{', '.join(sorted(have, key=version_key))}")
+    if not missing:
+        return
+    lineage = [v.name for v in versions(task)]
+    elsewhere = {n: stored_elsewhere(task, n, scope.timing) for n in missing}
+    unknown = [n for n in missing if n not in lineage and not elsewhere[n]]
+    if unknown:
+        stored = set(benchmark_records(task, "benchmarks")["name"]) | set(benchmark_records(task, "smoke")["name"])
+        raise ViewError(f"unknown version{'s' if len(unknown) > 1 else ''} of {task}: {', '.join(unknown)}; "
+                        f"known: {', '.join(lineage + sorted(stored - set(lineage), key=version_key))}")
+    here = f"on {scope.gpu} ({scope.shape_set} shapes)"
+    said = [f"{n} has runs on {'; on '.join(elsewhere[n])}" if elsewhere[n] else f"{n} has none anywhere"
+            for n in missing]
+    raise ViewError(f"no complete {scope.timing}-timed run of {', '.join(missing)} {here}: {'. '.join(said)}. "
+                    f"Tries with runs {here}: {', '.join(sorted(have, key=version_key)) or 'none'}")
 
 
 # diff's numbers per version and shape: the JSON's key, and the table's column after the version's name
-DIFF_COLUMNS = {"mean_ns": "mean µs", "median_ns": "median µs", "speedup_vs_parent": "×parent",
-                "speedup_vs_v0": "×v0", "sol_multiple": "×SOL", "host_ns": "host µs", "host_bound": "host-bound"}
+# (×first reads ×<the first try named>: the tries' own ratio where a try has no parent or v0, as `diff --measure`'s)
+DIFF_COLUMNS = {"mean_ns": "mean µs", "median_ns": "median µs", "speedup_vs_first": "×first",
+                "speedup_vs_parent": "×parent", "speedup_vs_v0": "×v0", "sol_multiple": "×SOL",
+                "host_ns": "host µs", "host_bound": "host-bound"}
 
 
-def per_shape_table(task: str, names: list[str], gpu: str | None = None, timing: str = DEFAULT_TIMING,
-                    kind: str = "benchmarks") -> View:
+def per_shape_table(task: str, names: list[str], gpu: str | None = None, timing: str | None = DEFAULT_TIMING,
+                    kind: str | None = "benchmarks") -> View:
     """Per shape and try named (a version, a file, name@hash: tries.pick): mean and median (each the median
-    over runs), ×parent, ×v0 (each against that version's current content, or its newest try with runs here)
-    and ×SOL on the scope's statistic, and host time per call and a host-bound flag where the records carry
-    them; then the geomean over shapes of each number. The body holds them per shape as a list of tries
-    (docs/json.md), the table as a column per try and number, with a geomean row."""
+    over runs), ×first (the first try named, against every later one), ×parent, ×v0 (each against that version's
+    current content, or its newest try with runs here) and ×SOL on the scope's statistic, and host time per call and
+    a host-bound flag where the records carry them; then the geomean over shapes of each number. The body holds them
+    per shape as a list of tries (docs/json.md), the table as a column per try and number, with a geomean row."""
     scope, df = scoped(task, gpu, timing, kind)
-    every = benchmark_records(task, kind)
+    every = benchmark_records(task, scope.kind)
     present = set(df["version"])
     try:
         names = list(dict.fromkeys(tries.pick(task, n, present, every, leaderboards()) for n in names))
@@ -352,7 +433,7 @@ def per_shape_table(task: str, names: list[str], gpu: str | None = None, timing:
     per_version = {}
     for name in names:
         mine = shapes.loc[name]
-        ratios = {}
+        ratios = {"speedup_vs_first": numbers(first[column] / mine[column]) if name != names[0] else [None] * len(mine)}
         for key, version in (("speedup_vs_parent", parents.get(tries.name_of(name, every))), ("speedup_vs_v0", "v0")):
             other = tries.stand_in(version, present, every) if version else None
             ratios[key] = (numbers(shapes.loc[other][column] / mine[column]) if other and other != name
@@ -375,15 +456,16 @@ def per_shape_table(task: str, names: list[str], gpu: str | None = None, timing:
     return View(scope, body, diff_frame(rows, geo, names), {name: int(runs[name]) for name in names})
 
 
-def per_shape_table_found(task: str, names: list[str], timing: str = DEFAULT_TIMING,
-                          kind: str = "benchmarks") -> View:
-    """per_shape_table where no GPU was named: in the default scope (the GPU with the most runs), or else on the
-    first GPU and shape set whose runs hold every named try, so that a file run only on this machine's CPU is
-    found among its smoke runs. The error is the default scope's when no scope holds them all."""
+def per_shape_table_found(task: str, names: list[str], timing: str | None = DEFAULT_TIMING,
+                          kind: str | None = None) -> View:
+    """per_shape_table where no GPU was named: in the default scope (default_scope's where kind is None), or else on
+    the first GPU and case kind whose runs hold every named try, this machine's kind first, so that a file run only
+    on this machine's CPU is found among its smoke runs. The error is the default scope's when no scope holds them
+    all: it says where each missing try has runs."""
     try:
         return per_shape_table(task, names, None, timing, kind)
     except ViewError as first:
-        for other_kind in dict.fromkeys((kind, "smoke", "benchmarks")):
+        for other_kind in dict.fromkeys((kind or this_machine()[1], "smoke", "benchmarks")):
             stored = benchmark_records(task, other_kind)
             for gpu in stored["gpu"].value_counts().index if not stored.empty else []:
                 try:
@@ -405,6 +487,7 @@ def diff_frame(rows: list[dict], geo: list[dict], names: list[str]) -> pd.DataFr
         for key, header in DIFF_COLUMNS.items():
             values = [r["versions"][k][key] for r in rows]
             if any(v is not None for v in values):
+                header = f"×{names[0]}" if key == "speedup_vs_first" else header
                 table[f"{name} {header}"] = [shown(key, v) for v in values]
                 last[f"{name} {header}"] = shown(key, geo[k].get(key))
     return pd.concat([table, pd.DataFrame([last])], ignore_index=True)

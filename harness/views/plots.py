@@ -78,7 +78,7 @@ def draw_series(ax, names, ys, lows, highs, sol_ns, title, best):
     ax.plot(xs, ys, marker="o", markersize=4, color="tab:blue", zorder=2)
     err = [[y - lo for y, lo in zip(ys, lows)], [hi - y for y, hi in zip(ys, highs)]]
     ax.errorbar(xs, ys, yerr=err, fmt="none", ecolor="tab:blue", alpha=0.5, capsize=2)
-    if sol_ns:
+    if sol_ns and math.isfinite(sol_ns):  # a CPU has no speed of light: its records carry none
         ax.axhline(sol_ns / 1e3, color="red", linestyle="--", linewidth=1, label=f"SOL {sol_ns / 1e3:.1f} µs")
     i = names.index(best)
     ax.plot([i], [ys[i]], marker="*", markersize=13, color="tab:orange", zorder=3,
@@ -189,7 +189,9 @@ def roofline_chart(scope: Scope, df, out_dir: Path) -> Path | None:
 
 
 def plot(task: str, out_dir: Path, gpu: str | None = None, timing: str = DEFAULT_TIMING,
-         kind: str = "benchmarks") -> list[Path]:
+         kind: str | None = "benchmarks") -> list[Path]:
+    """The lineage chart and the roofline of one scope (lineage.scoped; kind None: this machine's where it has
+    runs)."""
     scope, df = scoped(task, gpu, timing, kind)
     out_dir.mkdir(parents=True, exist_ok=True)
     return [p for p in (lineage_chart(scope, df, out_dir), roofline_chart(scope, df, out_dir)) if p]

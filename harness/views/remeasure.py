@@ -1,20 +1,21 @@
 """Versions measured again now, interleaved (harness.evaluator.session.measure_interleaved), where stored runs
 cannot settle a question: `diff --measure` sets each version against the first, per shape and over shapes;
-`submit --best` lets the stored ranking on this GPU nominate the fastest lineage versions and the fresh
-measurement decide among them (harness.views.best)."""
+`submit --best` lets the stored ranking on this GPU nominate the fastest tries that can be run again (lineage versions
+and a participant's own) and the fresh measurement decide among them (harness.views.best)."""
 from dataclasses import dataclass
+from itertools import islice
 
 from reference.cases import cases, leaderboards, timed_kind
 
 from .. import device
 from ..evaluator import session
 from ..rules import DEFAULT_TIMING, TIMINGS
-from ..submission import Submission, resolve
+from ..submission import Submission, version_key
 from ..sweep.builds import before_timing
 from . import tries
 from .best import Decision, decide
 from .compare import paired_comparison
-from .lineage import ViewError, ranked, scoped, versions
+from .lineage import ViewError, candidates, scoped, versions
 
 
 def measure(subs: list[Submission], shapes: str, rounds: int, timing: str, on_round=None, on_build=None,
@@ -45,33 +46,44 @@ def measured_diff(task: str, names: list[str], shapes: str, rounds: int, timing:
 
 @dataclass(frozen=True)
 class Nomination:
-    """The fastest lineage versions by the stored runs on one GPU, fastest first."""
+    """The fastest tries by the stored runs on one GPU that can be run again, fastest first (labels, as `list` shows
+    them), and the same tries oldest first, the order a tie is broken in."""
 
     gpu: str
     versions: list[str]
+    oldest_first: list[str]
 
 
 def nominate(task: str, shapes: str, timing: str, count: int) -> Nomination:
-    """Up to `count` lineage versions as their files are now (runs of earlier contents, vN@hash, cannot be run
-    by the name), ranked by their stored runs on this device. ViewError: none has a complete run."""
+    """Up to `count` tries ranked by their stored runs on this device, among those that can be run again
+    (lineage.candidates: lineage versions as their files are now, and a participant's tries whose code is kept).
+    ViewError: none has a complete run."""
     scope, df = scoped(task, device.name(), timing, timed_kind(shapes))
-    lineage = {v.name for v in versions(task)}
-    top = [s.version for s in ranked(scope, df) if s.version in lineage][:count]
+    top = [s.version for s in islice(candidates(task, scope, df), count)]
     if not top:
-        raise ViewError(f"no lineage version of {task}, as its file is now, has a complete {timing}-timed run on "
-                        f"{scope.gpu} (runs of earlier contents, shown as vN@hash, nominate nothing).")
-    return Nomination(scope.gpu, top)
+        raise ViewError(f"no try of {task} that can be run again has a complete {timing}-timed run on {scope.gpu} "
+                        f"(a lineage version as its file is now, or a try of your own whose code is kept: runs of "
+                        f"earlier contents whose code is gone nominate nothing)")
+    first_run = df.groupby("version")["timestamp"].min()
+    lineage = {v.name for v in versions(task)}
+
+    def age(label: str):  # lineage versions by number, then other tries by their first stored run
+        name = tries.name_of(label, df)
+        return (0, version_key(label), "") if name in lineage else (1, (0, ""), first_run[label])
+    return Nomination(scope.gpu, top, sorted(top, key=age))
 
 
 def choose(task: str, nomination: Nomination, shapes: str, rounds: int, timing: str, on_round=None,
            on_build=None) -> Decision:
-    """The nominated versions measured in interleaved rounds; the winner by paired intervals (harness.views.best).
-    A candidate that fails a round is left out, with its verdict in the decision: the others' rounds stand.
-    RuntimeError: every candidate failed."""
-    subs = [resolve(name, task, leaderboards()) for name in nomination.versions]
+    """The nominated tries measured in interleaved rounds, each under its label; the winner by paired intervals
+    (harness.views.best), a tie going to the oldest. A candidate that fails a round is left out, with its verdict in
+    the decision: the others' rounds stand. RuntimeError: every candidate failed."""
+    subs = [tries.resolve(label, task, leaderboards()) for label in nomination.versions]
+    for label, sub in zip(nomination.versions, subs):
+        sub.version = label
     excluded = {}
     pooled = measure(subs, shapes, rounds, timing, on_round, on_build,
                      on_fail=lambda version, why: excluded.update({version: why}))
     if not pooled:
         raise RuntimeError("every candidate failed: " + "; ".join(f"{v} {why}" for v, why in excluded.items()))
-    return decide(pooled, excluded)
+    return decide(pooled, excluded, nomination.oldest_first)

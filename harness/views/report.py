@@ -1,6 +1,8 @@
 """Tables a person reads (rich) and the JSON a program reads, from result records."""
 import json
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 from rich.console import Console
@@ -10,27 +12,42 @@ from rich.table import Table
 from ..device import CPU_NAME
 from ..rules import CONTEST, CPU_MAX_SAMPLES
 from ..evaluator.session import RunSummary
+from . import tables
 
 
 def us(ns) -> str:
     return "-" if ns is None else f"{ns / 1e3:,.2f}"
 
 
-def first_line(text: str, width: int = 100) -> str:
-    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
-    return line if len(line) <= width else line[: width - 1] + "…"
-
-
 def test_table(summary: RunSummary) -> Table:
-    table = Table(title=f"{summary.submission.task} {summary.submission.version} — test", title_justify="left")
+    table = tables.table(f"{summary.submission.task} {summary.submission.version} — test")
     for col in ("#", "shape", "values", "status", "first call ms", "detail"):
         table.add_column(col, justify="right" if col in ("#", "first call ms") else "left")
     for r in summary.records:
         style = "green" if r["status"] == "pass" else "red"
         first = "-" if r.get("first_call_ns") is None else f"{r['first_call_ns'] / 1e6:,.1f}"
         table.add_row(str(r["index"]), escape(r["shape"]), escape(r["values"]), f"[{style}]{r['status']}[/]", first,
-                      escape(first_line(r["message"])))
+                      escape(tables.shorten(r["message"], 100)))
     return table
+
+
+# setuptools' own hook in every virtual environment it is installed in (python -m venv included): it puts setuptools'
+# distutils in place of the standard library's when SETUPTOOLS_USE_DISTUTILS says so
+SETUPTOOLS_HOOK = ("distutils-precedence.pth", re.compile(
+    r"import os; var = 'SETUPTOOLS_USE_DISTUTILS'; enabled = os\.environ\.get\(var, '(local|stdlib)'\) == 'local'; "
+    r"enabled and __import__\('_distutils_hack'\)\.add_shim\(\); ?"))
+
+
+def unusual_hooks(paths: list[str]) -> list[str]:
+    """The start-up hooks (harness.evaluator.sandbox.startup_hooks) other than setuptools' own, word for word."""
+    name, text = SETUPTOOLS_HOOK
+
+    def standard(path: str) -> bool:
+        try:
+            return Path(path).name == name and bool(text.fullmatch(Path(path).read_text().strip()))
+        except (OSError, UnicodeDecodeError):
+            return False
+    return [path for path in paths if not standard(path)]
 
 
 def console(stderr: bool = False) -> Console:
@@ -55,8 +72,8 @@ def throttled(record: dict) -> list:
 def benchmark_table(summary: RunSummary) -> Table:
     sub = summary.submission
     gpu = summary.device.get("name", "?")
-    table = Table(title=f"{sub.task} {sub.version} — {summary.mode} on {gpu}, {summary.timing} timing (times in µs)",
-                  title_justify="left")
+    table = tables.table(f"{sub.task} {sub.version} — {summary.mode} on {gpu}, {summary.timing} timing "
+                         f"(times in µs)")
     cols = ["#", "shape", "status", "mean", "± err", "best", "median", "runs", "host", "SOL", "×SOL", "% meas. peak",
             "B200 SOL", "first call ms"]
     for col in cols:

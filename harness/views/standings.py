@@ -10,8 +10,9 @@ import pandas as pd
 from .. import results
 from ..protocol import ARENA_REFILL_SCHEMA, WORKER_ARENA_TIMING, timing_of
 from ..rules import DEFAULT_TIMING
+from . import tries
 from .lineage import ViewError
-from ..submission import POPCORN, Submission
+from ..submission import POPCORN, Submission, code_sha256
 
 CONTEST_GPU = "B200"
 BOARD = "leaderboard.jsonl"
@@ -37,11 +38,11 @@ class Board:
 
     @property
     def table(self) -> pd.DataFrame:
-        columns = ["task", "gpu", "shapes", "rank", "version", "geomean µs", "best so far µs", "schema", "when",
-                   "sha256"]
-        return pd.DataFrame([{**{k: r[k] for k in ("task", "gpu", "shapes", "rank", "version", "when", "schema")},
-                              "geomean µs": r["geomean_ns"] / 1e3, "best so far µs": r["best_so_far_ns"] / 1e3,
-                              "sha256": r["sha256"][:12] if r["sha256"] else None} for r in self.rows], columns=columns)
+        """The rows under the table's headers: each entry's try as every view names it (`my_kernel@1a2b3c4`, `v12`)."""
+        columns = ["task", "gpu", "shapes", "rank", "try", "geomean µs", "best so far µs", "schema", "when"]
+        return pd.DataFrame([{**{k: r[k] for k in ("task", "gpu", "shapes", "rank", "try", "when", "schema")},
+                              "geomean µs": r["geomean_ns"] / 1e3, "best so far µs": r["best_so_far_ns"] / 1e3}
+                             for r in self.rows], columns=columns)
 
     def as_json(self) -> dict:
         return {"timing": self.timing, "gpus": self.gpus, "entries": len(self.rows), "rows": self.rows,
@@ -112,7 +113,7 @@ def standings(task: str | None = None, gpu: str | None = None, timing: str = DEF
         return Board(timing, [], [], f"no entries{f' for {task}' if task else ''} yet: `run.py submit` adds them")
     df = pd.DataFrame([{**{k: e.get(k) for k in ("task", "gpu", "shapes", "version", "geomean_ns", "when", "sha256",
                                                  "schema")},
-                        "timing": timing_of(e)} for e in rows])
+                        "try": try_label(e), "timing": timing_of(e)} for e in rows])
     df["schema"] = df["schema"].astype("Int64")  # whole numbers beside entries that have none
     if gpu is not None:
         known = sorted(set(df["gpu"].dropna()))
@@ -140,10 +141,18 @@ def standings(task: str | None = None, gpu: str | None = None, timing: str = DEF
     group = ["task", "gpu", "shapes"]
     df["best_so_far_ns"] = df.groupby(group)["geomean_ns"].cummin()
     df["rank"] = df.groupby(group)["geomean_ns"].rank(method="min").astype(int)
-    columns = ["task", "gpu", "shapes", "rank", "version", "geomean_ns", "best_so_far_ns", "schema", "when", "sha256"]
+    columns = ["task", "gpu", "shapes", "rank", "version", "try", "geomean_ns", "best_so_far_ns", "schema", "when",
+               "sha256"]
     table = df.sort_values([*group, "rank"])[columns]
     ranked = table.astype(object).where(table.notna(), None).to_dict(orient="records")
     return Board(timing, sorted(set(table["gpu"])), ranked, note)
+
+
+def try_label(entry: dict) -> str:
+    """The entry's try as the views label it (harness.views.tries): its name, and the code hash of the source it
+    submitted (the whole content's sha256 for an entry that kept no source)."""
+    code = code_sha256(entry["source"]) if isinstance(entry.get("source"), str) else entry.get("sha256")
+    return tries.label(entry["task"], entry["version"], code)
 
 
 def counts(df: pd.DataFrame, column: str) -> str:

@@ -162,6 +162,18 @@ def locate(records: list[dict], code: str) -> Path | None:
     return next((path for path in kept if path and code_of(path) == code), None)
 
 
+def runnable(task: str, try_label: str, df, records: list[dict]) -> bool:
+    """Whether a try of a view (df: its records frame) can be run again by its label (resolve): a lineage version's
+    current file, or a try whose code is still somewhere (locate, among the task's `records`)."""
+    mine = df[df["version"] == try_label]
+    if not len(mine):
+        return False
+    name, code = mine["name"].iloc[0], mine["code"].iloc[0]
+    if try_label == name:
+        return current_code(task, name) is not None
+    return isinstance(code, str) and locate(records, code) is not None
+
+
 def stored(name: str, task: str | None) -> list[dict]:
     """Every stored record of a name (any mode), newest first; of one task or of all."""
     records = [r for t in ([task] if task else TASKS) for r in read_all(f"{t}.jsonl") if r.get("version") == name]

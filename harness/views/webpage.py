@@ -125,11 +125,11 @@ def page_html(gpu: str, timing: str) -> tuple[str, list[str]]:
     summaries = [p.summary for p in parts if p.summary]
     try:
         board = standings(None, gpu, timing).table.drop(columns=["gpu"])
-        entries = table_html(board, "leaderboard", key="version")
+        entries = table_html(board, "leaderboard", key="try")
         top = board[board["rank"] == 1].drop_duplicates("task").set_index("task")
         for s in summaries:
             if s["task"] in top.index:
-                s["best submitted"] = f"{top.loc[s['task'], 'version']} ({top.loc[s['task'], 'geomean µs']:,.2f} µs)"
+                s["best submitted"] = f"{top.loc[s['task'], 'try']} ({top.loc[s['task'], 'geomean µs']:,.2f} µs)"
     except ViewError as exc:
         entries = f'<p class="note">{html.escape(str(exc))}</p>'
     git = results.git_state()
