@@ -37,7 +37,8 @@ PATTERNS = [
      r"|(cudaDeviceSetLimit|cuCtxSetLimit)\s*\(\s*(0x0*6|6)\s*,",  # limit 6: the persisting-L2 size
      "persisting-L2 cache control"),
     (r"os\.(write|dup2?)\s*\(|POPCORN_FD|/proc/self/fd", "writes to file descriptors it did not open"),
-    (r"__class__\s*=|_make_subclass|__torch_function__|__torch_dispatch__", "tensor subclass or lazy tensor"),
+    (r"__class__\s*=|_make_subclass|__torch_function__|__torch_dispatch__|\.as_subclass\s*\("
+     r"|class\s+\w+\s*\(\s*(torch\.)?Tensor\s*\)", "tensor subclass or lazy tensor"),
 ]
 COMPILED = [(re.compile(p), why) for p, why in PATTERNS]
 

@@ -35,6 +35,19 @@ PEAKS = [
 SIMT_TASKS = {"gemv"}
 
 
+# Where no datasheet is known, bounds for the physical-limit gate alone (not speeds of light): no GPU does a task's
+# FLOPs or moves its bytes faster than ANY_GPU (about ten times a B200), no CPU faster than ANY_CPU (no CPU socket
+# reaches 20 TFLOP/s of fp32 or 1 TB/s of memory bandwidth)
+ANY_GPU = Peak("any GPU", 100_000.0, "no known chip", 1_000.0, 100.0)
+ANY_CPU = Peak("any CPU", 20.0, "no known chip", 20.0, 1.0)
+
+
+def bound_for(device_name: str | None, gpu: bool) -> Peak:
+    """The peak the physical-limit gate holds a mean against: the datasheet's where known, else a bound no chip of
+    that kind reaches."""
+    return peak_for(device_name) or (ANY_GPU if gpu else ANY_CPU)
+
+
 def peak_for(device_name: str | None) -> Peak | None:
     if not device_name:
         return None

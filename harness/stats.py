@@ -30,7 +30,9 @@ def calculate(durations: list[float]) -> Stats:
 
 
 def geomean(values: list[float]) -> float:
-    values = [v for v in values if v and v > 0]
-    if not values:
+    """The geometric mean of the times given (missing ones, None or NaN, left out); NaN where a time is zero or
+    below, which no run can take and which would otherwise drop out of the mean (an underflow that hid a shape)."""
+    known = [v for v in values if v is not None and not math.isnan(v)]
+    if not known or any(v <= 0 for v in known):
         return float("nan")
-    return math.exp(sum(math.log(v) for v in values) / len(values))
+    return math.exp(sum(math.log(v) for v in known) / len(known))

@@ -107,10 +107,13 @@ def make_record(sub: Submission, mode: str, job: Job, result: Result, device: di
         phases_ns=result.phases_ns, job_ns=result.job_ns, sandbox=sandbox, startup_hooks=hooks or [],
         witness=result.witness, telemetry=result.telemetry, profile=result.report, code_sha256=sub.code_sha256,
         clock=result.clock, worker_stats=result.worker_stats)
-    if stats and record.sol_ns and stats["mean"] < IMPOSSIBLE_FRACTION * record.sol_ns:
-        record.status = "impossible"
-        record.message = (f"mean {stats['mean'] / 1e3:.2f} µs is faster than this GPU's speed of light "
-                          f"({record.sol_ns / 1e3:.2f} µs): refused as physically impossible")
+    if stats and record.status == "pass":
+        limit_ns = record.sol_ns or sol.sol_ns(sub.task, flops, nbytes, sol.bound_for(device.get("name"), on_gpu))
+        if stats["mean"] < IMPOSSIBLE_FRACTION * limit_ns:
+            record.status = "impossible"
+            what = "this GPU's speed of light" if record.sol_ns else "what any chip could do (no datasheet is known here)"
+            record.message = (f"mean {stats['mean'] / 1e3:.2f} µs is faster than {what} ({limit_ns / 1e3:.3f} µs): "
+                              f"refused as physically impossible")
     return record
 
 

@@ -4,21 +4,13 @@ NVFP4_ARENA_SHADE (default 0.5); NVFP4_ARENA_SHADE_KERNEL names a submission fil
 lineage version, to shade a fast kernel on a GPU), else the plain-torch gemm of _honest. Each sample's real and
 reported region go to stderr. On a GPU the evaluator's own clock is the number and the report only its cross-check:
 the shaded file is recorded at its real time. On a CPU the witness's margin binds: tampered."""
-import importlib.util
 import os
 import sys
 
-from _honest import honest
+from _honest import kernel_from
 
 SHADE = float(os.environ.get("NVFP4_ARENA_SHADE", "0.5"))
-_kernel_file = os.environ.get("NVFP4_ARENA_SHADE_KERNEL")
-if _kernel_file:
-    _spec = importlib.util.spec_from_file_location("shaded_kernel", _kernel_file)
-    _module = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(_module)
-    _compute = _module.custom_kernel
-else:
-    _compute = honest
+_compute = kernel_from("NVFP4_ARENA_SHADE_KERNEL")
 
 _sample = sys.modules.get("harness.worker.sample")
 if _sample is not None:
