@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from fixtures_serve import redteam_log
 
 ROOT = Path(__file__).resolve().parent.parent
 PERSIST = ROOT / "tests" / "redteam" / "persist.py"
@@ -111,8 +112,7 @@ def test_a_process_cannot_leave_the_worker_cgroup_nor_outlive_it_as_a_zombie_lea
     """tests/redteam/cgroup_escape.py tries clone3 into the folder above the worker's cgroup (refused by the worker's
     seccomp filter), forks instead, and ends the child's main thread while another thread lives on; the evaluator
     still ends it before it returns."""
-    log = Path("/dev/shm/redteam_cgroup_escape.log")
-    log.unlink(missing_ok=True)
+    log = redteam_log(ROOT / "tests" / "redteam" / "cgroup_escape.py", "cgroup_escape")
     proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
                            str(ROOT / "tests" / "redteam" / "cgroup_escape.py"), "--mode", "test", "--case", "0",
                            "--json"], capture_output=True, text=True, timeout=300, cwd=ROOT)
@@ -208,7 +208,7 @@ def test_a_process_at_a_reused_pid_is_still_the_workers_stray(results_dir):
                            "--json", "--no-record"], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert [s["mode"] for s in json.loads(proc.stdout)] == ["test", "benchmark"], proc.stderr[-2000:]
     time.sleep(1)
-    assert live_processes_running("pid_reuse.py") == []
+    assert live_processes_running(str(ROOT / "tests" / "redteam" / "pid_reuse.py")) == []
 
 
 def test_a_cgroup_listing_that_cannot_be_read_is_not_taken_for_no_strays():
@@ -221,8 +221,9 @@ def test_a_cgroup_listing_that_cannot_be_read_is_not_taken_for_no_strays():
     parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys, time; "
                                f"subprocess.Popen([sys.executable, '-c', {sleeper!r}]); time.sleep(60)"],
                               start_new_session=True)
-    worker = SimpleNamespace(listed=True, cgroup=SimpleNamespace(pids=lambda: None), process=parent,
-                             _not_its_own=lambda: {identity(parent.pid)})  # as a live worker is
+    worker = SimpleNamespace(listed=True, contained=False, cgroup=SimpleNamespace(pids=lambda: None), process=parent,
+                             _not_its_own=lambda: {identity(parent.pid)})  # as a live worker is, without namespaces
+    worker.processes = lambda: WorkerProcess.processes(worker)
     children = Path(f"/proc/{parent.pid}/task/{parent.pid}/children")
     try:
         deadline = time.monotonic() + 30
