@@ -27,7 +27,10 @@ asks the init to bind every file of /dev/shm that it holds open or mapped (`shar
 words).
 
 Where the kernel refuses (no unprivileged user namespaces, a /proc that may not be mounted again, NAMESPACES_ENV set
-to "off"), a worker starts without namespaces and the sandbox line says why (`walls`).
+to "off"), a worker starts without namespaces and the sandbox line says why (`walls`). So it does on a machine with an
+NVIDIA GPU unless NAMESPACES_ENV is "on": the slots reach a GPU worker through legacy CUDA IPC, whose handles are
+reported not to cross PID namespaces (openucx/ucx #11514, NVIDIA/nccl #360), and whether they reach a child namespace
+of the exporter's has not been measured yet.
 """
 import ctypes
 import errno
@@ -45,7 +48,8 @@ from dataclasses import dataclass
 
 from .forked import close_all_but, fork, start
 
-NAMESPACES_ENV = "NVFP4_ARENA_NAMESPACES"  # "off": workers start without namespaces of their own
+NAMESPACES_ENV = "NVFP4_ARENA_NAMESPACES"  # "off": workers start without namespaces of their own; "on": also on a GPU
+GPU_NODE = "/dev/nvidiactl"  # an NVIDIA GPU's control node: there, no namespaces unless asked for (module docstring)
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x08000000, 0x10000000, 0x20000000, \
     0x40000000
 KINDS = ((CLONE_NEWPID, "processes"), (CLONE_NEWNS, "mounts"), (CLONE_NEWIPC, "IPC"), (CLONE_NEWNET, "network"))
@@ -123,6 +127,9 @@ def walls() -> Walls:
 def _try_walls() -> Walls:
     if os.environ.get(NAMESPACES_ENV) == "off":
         return Walls(why_not=f"{NAMESPACES_ENV}=off")
+    if os.path.exists(GPU_NODE) and os.environ.get(NAMESPACES_ENV) != "on":
+        return Walls(why_not=f"a GPU here, whose CUDA IPC into a process namespace is not yet measured; "
+                             f"{NAMESPACES_ENV}=on tries it")
     user = 0 if os.geteuid() == 0 else CLONE_NEWUSER
     why = "not tried"
     for flags in TRIED:
