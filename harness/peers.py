@@ -6,8 +6,9 @@ very process (SO_PEERPIDFD, Linux 6.5): what is read of the pid in /proc is that
 it alive after the reading, for a live process's pid cannot be reused. A peer is refused when it is of another
 uid, is gone, is more confined than this process or than its own parent (more seccomp filters, or no_new_privs
 where the other has none: every worker adds a filter to what its evaluator had, harness.worker.confine, and its
-processes that outlive their parents come back to the evaluator, a subreaper), sits in a worker's cgroup, or,
-where an ancestor is named, descends from it.
+processes that outlive their parents come back to the evaluator, a subreaper), lives in a PID namespace below this
+one's (as every process of a worker does where it has namespaces of its own, harness.evaluator.namespaces), sits in a
+worker's cgroup, or, where an ancestor is named, descends from it.
 """
 import os
 import select
@@ -83,6 +84,8 @@ class Peer:
                 return "the process at the other end is gone"
             if _more_confined(theirs, ours) or _more_confined(theirs, parent):
                 return "the process at the other end is confined as a worker is"
+            if len(theirs.get("NSpid", "").split()) > len(ours.get("NSpid", "").split()):
+                return "the process at the other end is in a process namespace below this one's, as a worker is"
             if WORKER_CGROUP in cgroup:
                 return "the process at the other end is in a worker's cgroup"
             if descends:

@@ -8,6 +8,8 @@
 #   shade        each best version wrapped by tests/redteam/shade_report.py at 0.7, 0.5 and 0.3 (benchmark)
 #   leaderboard  each best version in leaderboard mode
 #   v0           every v0's benchmark and leaderboard modes
+#   namespaces   gemm v27's benchmark with each worker in namespaces of its own (NVFP4_ARENA_NAMESPACES=on: does the
+#                slots' CUDA IPC reach a child PID namespace?), then tests/test_walls.py the same way (walls.log)
 # Usage on the device, with landlockpy's wheel carried in .whl/:
 #   NVFP4_ARENA_COMMIT=<hash> [STEPS="bests shade"] bash scripts/device_clock.sh
 # Files in $OUT: env.txt, log.txt, runs.jsonl (label, wall seconds, exit code, run.py's JSON; read it with
@@ -57,5 +59,11 @@ if has v0; then
     one "$task v0 benchmark" 300 --task "$task" --submission v0 --mode benchmark
     one "$task v0 leaderboard" 300 --task "$task" --submission v0 --mode leaderboard
   done
+fi
+if has namespaces; then
+  NVFP4_ARENA_NAMESPACES=on one "gemm v27 benchmark arena, namespaces on" 150 --task gemm --submission v27 \
+    --mode benchmark
+  NVFP4_ARENA_NAMESPACES=on timeout 400 python3 -m pytest -q tests/test_walls.py >> "$OUT/walls.log" 2>&1
+  logged "walls tests, namespaces on"
 fi
 tar czf "$OUT/results.tgz" -C "$OUT" results && rm -r "$OUT/results"

@@ -7,10 +7,10 @@ import subprocess
 import sys
 import sysconfig
 import time
-import uuid
 from pathlib import Path
 
 import pytest
+from fixtures_serve import redteam_log
 
 ROOT = Path(__file__).resolve().parent.parent
 PERSIST = ROOT / "tests" / "redteam" / "persist.py"
@@ -47,15 +47,6 @@ def cgroup_available() -> bool:
 
 
 FORKER = ["bash", "-c", "while true; do (sleep 30 &); done"]  # forks without pause, each child orphaned at once
-
-
-@pytest.fixture
-def redteam_log():
-    """A log of its own in /dev/shm (writable under the sandbox) for an attack that takes REDTEAM_LOG, and the
-    environment that names it: another checkout's run of the same attack writes another."""
-    log = Path(f"/dev/shm/redteam_{uuid.uuid4().hex}.log")
-    yield log, {**os.environ, "REDTEAM_LOG": str(log)}
-    log.unlink(missing_ok=True)
 
 
 @pytest.mark.skipif(not cgroup_available(), reason="needs a writable cgroup v2 hierarchy with cgroup.kill")
@@ -106,13 +97,13 @@ def test_a_worker_cannot_write_records_or_the_repository_nor_outlive_its_run(res
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="the attack builds its hopper with gcc")
-def test_a_process_that_keeps_changing_its_pid_does_not_outlive_the_run(results_dir, redteam_log):
+def test_a_process_that_keeps_changing_its_pid_does_not_outlive_the_run(results_dir):
     """tests/redteam/pid_hopper.py starts, as its worker exits, a process that forks and lets its parent exit every
     few hundred µs, so that it is never at the pid a scan saw; the evaluator still ends it before it returns."""
-    log, env = redteam_log
+    log = redteam_log(ROOT / "tests" / "redteam" / "pid_hopper.py", "pid_hopper")
     proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
                            str(ROOT / "tests" / "redteam" / "pid_hopper.py"), "--mode", "test", "--case", "0", "--json"],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert [r["status"] for r in json.loads(proc.stdout)[0]["records"]] == ["pass", "pass"], proc.stderr
     assert "[pid_hopper] its hopper started" in proc.stderr and "started, waiting for worker" in log.read_text()
     time.sleep(0.5)
@@ -121,14 +112,14 @@ def test_a_process_that_keeps_changing_its_pid_does_not_outlive_the_run(results_
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="the attack builds its helper with gcc")
-def test_a_process_cannot_leave_the_worker_cgroup_nor_outlive_it_as_a_zombie_leader(results_dir, redteam_log):
+def test_a_process_cannot_leave_the_worker_cgroup_nor_outlive_it_as_a_zombie_leader(results_dir):
     """tests/redteam/cgroup_escape.py tries clone3 into the folder above the worker's cgroup (refused by the worker's
     seccomp filter), forks instead, and ends the child's main thread while another thread lives on; the evaluator
     still ends it before it returns."""
-    log, env = redteam_log
+    log = redteam_log(ROOT / "tests" / "redteam" / "cgroup_escape.py", "cgroup_escape")
     proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
                            str(ROOT / "tests" / "redteam" / "cgroup_escape.py"), "--mode", "test", "--case", "0",
-                           "--json"], capture_output=True, text=True, timeout=300, cwd=ROOT, env=env)
+                           "--json"], capture_output=True, text=True, timeout=300, cwd=ROOT)
     records = json.loads(proc.stdout)[0]["records"]
     assert [r["status"] for r in records] == ["pass", "pass"], proc.stderr
     assert "[cgroup_escape] its child's thread runs" in proc.stderr, proc.stderr[-2000:]
@@ -222,7 +213,7 @@ def test_a_process_at_a_reused_pid_is_still_the_workers_stray(results_dir):
     assert [s["mode"] for s in json.loads(proc.stdout)] == ["test", "benchmark"], proc.stderr[-2000:]
     assert "[pid_reuse] an orphan runs at the test worker's old pid" in proc.stderr, proc.stderr[-2000:]
     time.sleep(1)
-    assert live_processes_running("pid_reuse.py") == []
+    assert live_processes_running(str(ROOT / "tests" / "redteam" / "pid_reuse.py")) == []
 
 
 def test_a_cgroup_listing_that_cannot_be_read_is_not_taken_for_no_strays():
@@ -235,8 +226,9 @@ def test_a_cgroup_listing_that_cannot_be_read_is_not_taken_for_no_strays():
     parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys, time; "
                                f"subprocess.Popen([sys.executable, '-c', {sleeper!r}]); time.sleep(60)"],
                               start_new_session=True)
-    worker = SimpleNamespace(listed=True, cgroup=SimpleNamespace(pids=lambda: None), process=parent,
-                             _not_its_own=lambda: {identity(parent.pid)})  # as a live worker is
+    worker = SimpleNamespace(listed=True, contained=False, cgroup=SimpleNamespace(pids=lambda: None), process=parent,
+                             _not_its_own=lambda: {identity(parent.pid)})  # as a live worker is, without namespaces
+    worker.processes = lambda: WorkerProcess.processes(worker)
     children = Path(f"/proc/{parent.pid}/task/{parent.pid}/children")
     try:
         deadline = time.monotonic() + 30

@@ -3,7 +3,7 @@ run of their own gives, signals reach them, nothing a run started can ask for a 
 import json
 import os
 import re
-import shutil
+import resource
 import signal
 import socket
 import subprocess
@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from fixtures_serve import CAP_SYS_NICE, CAP_SYS_RESOURCE, Standing, capable, copy_checkout, redteam_log, standing  # noqa: F401 - standing: a fixture
 from harness.evaluator import server
 from harness import forward
 from harness.peers import Peer
@@ -138,57 +139,6 @@ def test_a_listener_more_confined_than_its_parent_is_refused_by_a_command_line_a
     assert said.stdout.strip() == "the process at the other end is confined as a worker is", said.stderr
 
 
-class Standing:
-    """`run.py serve` under a name of its own, and command lines that reach it."""
-
-    def __init__(self, root: Path, env: dict):
-        self.root, self.env = root, env
-        self.log = open(env["NVFP4_ARENA_RESULTS"] + ".server.log", "w+")
-        self.proc = subprocess.Popen([sys.executable, str(root / "run.py"), "serve"], cwd=root, env=env,
-                                     stdout=self.log, stderr=subprocess.STDOUT)
-        self.wait_for("serving", 120)
-
-    def text(self) -> str:
-        self.log.flush()
-        return Path(self.log.name).read_text()
-
-    def wait_for(self, words: str, timeout: float, count: int = 1) -> None:
-        deadline = time.monotonic() + timeout
-        while self.text().count(words) < count:
-            assert self.proc.poll() is None and time.monotonic() < deadline, self.text()
-            time.sleep(0.1)
-
-    def run(self, *args, timeout=300, env=None) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(self.root / "run.py"), *args], capture_output=True, text=True,
-                              timeout=timeout, cwd=self.root, env=env or self.env)
-
-    def descendants(self) -> list[int]:
-        from harness.evaluator.supervisor import _parents
-        parents, ours = _parents(), {self.proc.pid}
-        while True:
-            grown = ours | {pid for pid, parent in parents.items() if parent in ours}
-            if grown == ours:
-                return sorted(ours - {self.proc.pid})
-            ours = grown
-
-    def stop(self):
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-        self.log.close()
-
-
-@pytest.fixture
-def standing(results_dir):
-    env = {**os.environ, forward.ADDRESS_ENV: f"test-{uuid.uuid4().hex}"}
-    results_dir.mkdir(parents=True, exist_ok=True)
-    s = Standing(ROOT, env)
-    yield s
-    s.stop()
-
-
 @pytest.mark.slow
 def test_a_run_is_forked_and_gives_what_a_run_of_its_own_gives(standing, results_dir):
     served = standing.run("--task", "gemm", "--submission", "v0", "--shapes", "smoke", "--json")
@@ -207,6 +157,60 @@ def test_a_run_is_forked_and_gives_what_a_run_of_its_own_gives(standing, results
     other = standing.run("--task", "gemm", "--submission", "v0", "--mode", "test", "--shapes", "smoke", "--no-record",
                          env={**standing.env, "PYTHONFAULTHANDLER": "" if "PYTHONFAULTHANDLER" in os.environ else "1"})
     assert other.returncode == 0 and "its Python (executable or PYTHON* variables) is not" in other.stderr
+
+
+ONE_CPU = {min(os.sched_getaffinity(0))}
+DISTURBED = {  # what another process of the user may do to the standing evaluator's own process, by its pid
+    "limits": lambda pid: [resource.prlimit(pid, resource.RLIMIT_NOFILE, (48, 48)),
+                           resource.prlimit(pid, resource.RLIMIT_MEMLOCK, (0, 0))],
+    "nice": lambda pid: os.setpriority(os.PRIO_PROCESS, pid, 19),
+    "policy": lambda pid: os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0)),
+    "affinity": lambda pid: os.sched_setaffinity(pid, ONE_CPU),
+}
+
+
+NEEDS = {"limits": CAP_SYS_RESOURCE, "nice": CAP_SYS_NICE, "policy": CAP_SYS_NICE}  # what takes each back
+
+
+def own_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attribute", [*DISTURBED, "umask", "folder", "environment"])
+def test_a_served_run_starts_from_its_command_lines_state(attribute, results_dir):
+    """Whatever was done to the standing evaluator's own process (its limits lowered, reniced, SCHED_IDLE, one CPU) or
+    whatever it started with (another umask, folder and environment), a run it serves starts in the state its
+    command line is in, as a run of its own would: tests/submissions/reports_its_state.py prints what its worker got.
+    Where it may not take that state on (a hard limit lowered, without CAP_SYS_RESOURCE), it declines and the command
+    line runs it."""
+    env = {**os.environ, forward.ADDRESS_ENV: f"test-{uuid.uuid4().hex}", "REPORTED_MARKER": "the server's"}
+    results_dir.mkdir(parents=True, exist_ok=True)
+    s = Standing(ROOT, env, umask=0o077 if attribute == "umask" else None)
+    try:
+        if attribute in DISTURBED:
+            DISTURBED[attribute](s.proc.pid)
+        submissions = ROOT / "tests" / "submissions"
+        served = s.run("--task", "gemm", "--submission", "reports_its_state.py" if attribute == "folder" else
+                       str(submissions / "reports_its_state.py"), "--mode", "test", "--shapes", "smoke", "--case", "0",
+                       "--no-record", env={**env, "REPORTED_MARKER": "the command line's"},
+                       cwd=submissions if attribute == "folder" else None)
+        assert served.returncode == 0, served.stderr[-3000:]
+        state = json.loads(next(line[len("STATE "):] for line in served.stderr.splitlines()
+                                if line.startswith("STATE ")))
+        assert state["limits"] == {name: list(resource.getrlimit(getattr(resource, name))) for name in state["limits"]}
+        assert (state["policy"], state["priority"]) == (os.sched_getscheduler(0), os.sched_getparam(0).sched_priority)
+        assert state["nice"] == os.getpriority(os.PRIO_PROCESS, 0)
+        assert set(state["affinity"]) == os.sched_getaffinity(0)
+        assert state["umask"] == own_umask() != 0o077
+        assert state["marker"] == "the command line's"
+        declined = "did not take this run" in served.stderr
+        assert not declined or "may not take on the command line's" in served.stderr, served.stderr[-3000:]
+        assert declined == (attribute in NEEDS and not capable(NEEDS[attribute])), served.stderr[-3000:]
+    finally:
+        s.stop()
 
 
 def reports_of_its_processes(env) -> tuple[list[dict], set]:
@@ -247,8 +251,7 @@ def test_forked_workers_hold_what_fresh_ones_hold(standing):
 @pytest.mark.parametrize("sandbox,words", [([], "connect refused|confined as a worker is"),
                                            (["--unconfined"], "in a worker's cgroup|may not ask for runs")])
 def test_a_submission_cannot_have_a_run_started(standing, results_dir, sandbox, words):
-    log = Path("/dev/shm/redteam_server_request.log")
-    log.unlink(missing_ok=True)
+    log = redteam_log(REDTEAM / "server_request.py", "server_request")
     served = standing.run("--task", "gemm", "--submission", str(REDTEAM / "server_request.py"), "--mode", "test",
                           "--shapes", "smoke", "--case", "0", "--json", *sandbox)
     assert served.returncode == 0, served.stderr
@@ -297,12 +300,7 @@ def test_a_killed_command_line_ends_its_run(standing):
 
 @pytest.mark.slow
 def test_changed_code_is_not_served_and_the_server_starts_again(tmp_path, results_dir):
-    root = tmp_path / "checkout"
-    root.mkdir()
-    for name in ("run.py", "task.py", "leaderboard_shapes.yaml"):
-        shutil.copy(ROOT / name, root / name)
-    for name in ("harness", "reference", "submissions"):
-        shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__"))
+    root = copy_checkout(tmp_path / "checkout")
     results_dir.mkdir(parents=True, exist_ok=True)
     s = Standing(root, {**os.environ, forward.ADDRESS_ENV: f"test-{uuid.uuid4().hex}"})
     try:
@@ -320,8 +318,11 @@ def test_changed_code_is_not_served_and_the_server_starts_again(tmp_path, result
 
 @pytest.mark.slow
 def test_a_worker_that_takes_the_address_first_gets_no_command_line(results_dir):
-    log = Path("/dev/shm/redteam_server_squat.log")
-    log.unlink(missing_ok=True)
+    """tests/redteam/server_squat.py binds the address before any server does. In a network namespace of its own the
+    name is bound there alone, and a command line finds no listener; otherwise the command line finds the squatter,
+    refuses it as confined, and runs the job itself."""
+    from harness.evaluator.namespaces import CLONE_NEWNET, walls
+    log = redteam_log(REDTEAM / "server_squat.py", "server_squat")
     env = {**os.environ, forward.ADDRESS_ENV: f"test-{uuid.uuid4().hex}"}
     squatting = subprocess.Popen([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
                                   str(REDTEAM / "server_squat.py"), "--mode", "test", "--shapes", "smoke", "--case",
@@ -338,6 +339,9 @@ def test_a_worker_that_takes_the_address_first_gets_no_command_line(results_dir)
     finally:
         squatting.kill()
         squatting.wait()
-    assert "not handing this run" in wrong.stderr and "confined as a worker is" in wrong.stderr, wrong.stderr
+    if walls().flags & CLONE_NEWNET:
+        assert "not handing this run" not in wrong.stderr, wrong.stderr
+    else:
+        assert "not handing this run" in wrong.stderr and "confined as a worker is" in wrong.stderr, wrong.stderr
     assert wrong.returncode == 1 and json.loads(wrong.stdout)[0]["records"][0]["status"] == "fail"
     assert "answered" not in log.read_text()

@@ -8,7 +8,8 @@ the worker's cgroup, and `cgroup.kill` ends them all. The evaluator makes the cg
 and moves the worker in right after, before the worker imports any of the submission's code.
 
 Where this process sees no cgroup v2 hierarchy it may create folders in, or the kernel has no `cgroup.kill`
-(before Linux 5.14), there is no cgroup, and the scan is all there is. Without the sandbox, a worker that runs as
+(before Linux 5.14), there is no cgroup, and the scan (or the worker's namespace, harness.evaluator.namespaces) is
+all there is. Without the sandbox, a worker that runs as
 root could move itself out: a speed bump then, not a wall.
 """
 import itertools
@@ -97,6 +98,15 @@ class WorkerCgroup:
 
     def threads(self) -> list[int]:
         return self._ids("cgroup.threads") or []
+
+    def usage_ns(self) -> int | None:
+        """The CPU time of every process that has run in the cgroup, those that have ended included (cpu.stat's
+        usage_usec, which cgroup v2 keeps without the cpu controller); None where it cannot be read."""
+        try:
+            with open(self.folder / "cpu.stat") as f:
+                return next(int(line.split()[1]) for line in f if line.startswith("usage_usec ")) * 1000
+        except (OSError, ValueError, IndexError, StopIteration):
+            return None
 
     def populated(self) -> bool:
         try:

@@ -253,7 +253,7 @@ class Evaluation:
         if self.clock is not None and method == ARENA:
             return self._clocked_sample(calls, writes, null)
         self.settle()  # staged copies included, as calibration queues them just before
-        worker = WorkerCpu.read(self.worker.process.pid)
+        worker = WorkerCpu.read(self.worker.process.pid, self.worker)
         t0, written, ours = self._witnessed_write(writes)
         self.worker.send("arm", slots=[] if null else calls, method=method)
         self.worker.expect(("queued",), self.deadline())
@@ -265,7 +265,7 @@ class Evaluation:
         outputs = self.outputs(calls)
         t1 = time.perf_counter_ns()
         witness_ns, copy_ns = t1 - t0, t1 - copying
-        waited = ours + WorkerCpu.read(self.worker.process.pid).credit_ns(worker)
+        waited = ours + WorkerCpu.read(self.worker.process.pid, self.worker).credit_ns(worker)
         return Sample(witness_ns, waited, written - t0 + copy_ns, copy_ns, report, outputs, False, ours)
 
     def _clocked_sample(self, calls, writes, null) -> Sample:

@@ -7,6 +7,8 @@
   cache would change the verdict of a later run of another file. Nothing a worker may write holds the
   repository, the results folder or the Python environment. The worker applies the rule itself before
   importing torch (harness.worker.confine).
+- `trim_build_cache(folder)`: a file's build cache over BUILD_CACHE_CAP after its worker ends is removed whole (its
+  next run builds again): one file cannot fill the disk run after run.
 - `startup_hooks()`: `.pth` files with code and sitecustomize/usercustomize modules on this interpreter's
   path: each runs in every Python process, the evaluator's included, so a run names them.
 """
@@ -23,6 +25,7 @@ from pathlib import Path
 from ..paths import ROOT
 
 BUILDS = Path.home() / ".cache" / "nvfp4-arena" / "builds"
+BUILD_CACHE_CAP = 8 << 30  # bytes a file's build cache may keep between its runs
 CACHE_FOLDERS = {"TORCH_EXTENSIONS_DIR": "torch_extensions", "TRITON_CACHE_DIR": "triton/cache", "TRITON_HOME": "triton",
                  "CUTE_DSL_CACHE_DIR": "cute_dsl", "CUDA_CACHE_PATH": "nv", "XDG_CACHE_HOME": "xdg"}
 
@@ -96,6 +99,28 @@ def worker_environment(paths: list) -> tuple[dict, list[str], Scratch]:
         real_folders(folder, Path(cache))
     env = {**os.environ, **caches, "TMPDIR": scratch.name, "PYTHONDONTWRITEBYTECODE": "1"}
     return env, [scratch.name, str(folder)], scratch
+
+
+def folder_bytes(folder: Path) -> int:
+    """The bytes allocated to every file under `folder`, links not followed."""
+    total = 0
+    for top, _, names in os.walk(folder):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(top, name)).st_blocks * 512
+            except OSError:
+                continue
+    return total
+
+
+def trim_build_cache(folder: Path) -> str:
+    """Remove a build cache that holds more than BUILD_CACHE_CAP; what was done, as a sentence ('' where nothing)."""
+    held = folder_bytes(folder)
+    if held <= BUILD_CACHE_CAP:
+        return ""
+    shutil.rmtree(folder, ignore_errors=True)
+    return (f"removed the file's build cache {folder}: it held {held / (1 << 30):.1f} GiB, over the "
+            f"{BUILD_CACHE_CAP >> 30} GiB a file may keep; its next run builds again")
 
 
 def startup_hooks() -> list[str]:

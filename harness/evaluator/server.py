@@ -16,6 +16,10 @@ worker cannot even connect, for the socket is abstract. Its name comes from the 
 (harness.forward.address). A worker can bind that name before a server does, so a command line checks the
 listener the same way before it hands anything over.
 
+A run takes on the command line's own limits, scheduling, nice value, CPU affinity and umask
+(harness.evaluator.caller), as its folder and environment, not what this process holds: another process of its user
+may have changed those (a worker cannot: it names no process outside its namespaces, harness.evaluator.namespaces).
+
 Code changed under it: every request compares a digest of the checkout's harness sources with the one taken when it
 started. If they differ the request is declined (the command line then runs the job itself) and this process starts
 itself again once no run is in flight, keeping its listening socket (and so its name) across the restart.
@@ -39,7 +43,9 @@ from ..forward import ADDRESS_ENV, OFF, SIGNALS, address, interpreter
 from ..paths import ROOT
 from ..peers import Peer, supported
 from . import forked
+from .caller import CallerState
 from .cgroup import own_folder, remove_stale
+from .namespaces import walls
 from .supervisor import _own_children, become_subreaper
 
 REQUEST_S = 2.0  # how long a connected command line may take to send its request
@@ -72,7 +78,9 @@ def source_digest(root: Path = ROOT) -> str:
 
 
 def warm() -> None:
-    """Import what every run imports, and compute Triton's cache key; none of it starts the CUDA driver."""
+    """Import what every run imports, compute Triton's cache key, and find which namespaces a worker may have; none
+    of it starts the CUDA driver."""
+    walls()
     for name in WARM:
         try:
             importlib.import_module(name)
@@ -82,13 +90,16 @@ def warm() -> None:
     triton_key()
 
 
-def refusal(conn: socket.socket) -> str | None:
-    """Why the process that connected may not ask for a run, or None (harness.peers)."""
+def caller(conn: socket.socket) -> tuple[str | None, CallerState | None]:
+    """Why the process that connected may not ask for a run, or None (harness.peers); and its state, read before the
+    peer check finds that process still alive."""
     try:
         peer = Peer.of(conn)
     except OSError:
-        return "the kernel did not say which process connected"
-    return peer.refusal(ancestor=os.getpid())
+        return "the kernel did not say which process connected", None
+    state = CallerState.of(peer.pid)
+    why = peer.refusal(ancestor=os.getpid())
+    return why or (None if state else "its limits, scheduling or umask could not be read"), state
 
 
 class Server:
@@ -128,13 +139,13 @@ class Server:
         os.execv(sys.executable, [sys.executable, *sys.argv])
 
     def answer(self, conn: socket.socket) -> None:
-        why = refusal(conn)
+        why, state = caller(conn)
         request, fds = (None, []) if why else _request(conn)
         try:
             why = why or self.declines(request, fds)
             if why is None:
                 try:
-                    pid = os.fork()
+                    pid = forked.fork()
                 except OSError as exc:
                     why = f"it could not fork ({exc})"
             if why is not None:
@@ -143,7 +154,7 @@ class Server:
                 return
             if pid == 0:
                 try:
-                    evaluate(self, conn, request, fds)
+                    evaluate(self, conn, request, fds, state)
                 finally:
                     os._exit(1)
             self.runs[pid] = " ".join(request["argv"])
@@ -210,10 +221,15 @@ def _send(conn: socket.socket, kind: str, **payload) -> None:
         pass
 
 
-def evaluate(server: Server, conn: socket.socket, request: dict, fds: list) -> None:
-    """The forked evaluator: take the command line's terminal, folder and environment, run its arguments as
-    run.py would, and hand back the exit status."""
+def evaluate(server: Server, conn: socket.socket, request: dict, fds: list, state: CallerState) -> None:
+    """The forked evaluator: take the command line's state (or decline the run), terminal, folder and environment,
+    run its arguments as run.py would, and hand back the exit status."""
     server.listener.close()
+    why = state.take_on()
+    if why is not None:
+        server.log(f"run {os.getpid()} declined: {why}")
+        _send(conn, "declined", why=why)
+        os._exit(0)
     os.setsid()  # the server's terminal signals are not this run's; the command line passes its own on
     forked.name_process(b"nvfp4-run")
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)

@@ -3,13 +3,16 @@ end it and every process it started.
 
 A worker is a fresh `python -m harness.worker` (or, in an evaluator forked from a standing one, a fork of the
 evaluator: harness.evaluator.forked) in a session of its own, dying with the evaluator (parent-death
-signal; every live worker is killed when the evaluator exits, on SIGTERM or Ctrl-C too). Messages travel as JSON
-lines on one socket pair (harness.channel); every read has a deadline, so a submission that writes garbage, or
-nothing, gets a verdict within its timeout. The evaluator is a child subreaper (Linux): a process the worker
-starts and orphans, even one in a new session, is re-parented here and killed when the worker is stopped, and
+signal; every live worker is killed when the evaluator exits, on SIGTERM or Ctrl-C too). Where the kernel allows
+it, it runs in namespaces of its own (harness.evaluator.namespaces): no process outside is within its reach, and
+everything it starts lives and dies in them. Messages travel as JSON lines on one socket pair (harness.channel);
+every read has a deadline, so a submission that writes garbage, or nothing, gets a verdict within its timeout.
+Without namespaces the evaluator is the reaper of last resort: it is a child subreaper (Linux), so a process the
+worker starts and orphans, even one in a new session, is re-parented here and killed when the worker is stopped, and
 `descendants()` lists any such process while the worker runs. Where the kernel lets the evaluator make one, each
 worker also runs in a cgroup of its own (harness.evaluator.cgroup), which ends every process it started at once,
-however fast they fork. The worker's stdout and stderr are drained by a thread and forwarded up to a cap.
+however fast they fork, and counts their CPU time, theirs that have ended included (`cpu_usage_ns`). The worker's
+stdout and stderr are drained by a thread and forwarded up to a cap.
 """
 import atexit
 import ctypes
@@ -20,17 +23,19 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 from .. import channel
-from ..paths import ROOT
 from . import forked
 from .cgroup import WorkerCgroup
-from .sandbox import worker_environment
+from .namespaces import NAMESPACES_ENV, SHARED_MEMORY, SHM_CAP, TMPDIR_CAP, Contained, Refused, Walls, launch, shared_files, walls
+from .sandbox import trim_build_cache, worker_environment
 
 STARTUP_GRACE_S = 60.0  # interpreter, torch import and CUDA context, on top of the case timeout
 OUTPUT_CAP = 1 << 20  # bytes of a worker's own output forwarded to the evaluator's stderr
 TAIL = 2000  # characters of the worker's last output kept for crash messages
 PR_SET_CHILD_SUBREAPER = 36
+CUDA_HANDLES = ("slots", "clock")  # the messages that hand a worker CUDA IPC handles of the evaluator's memory
 _LIVE = set()
 
 
@@ -72,18 +77,45 @@ def _parents() -> dict:
     return out
 
 
-def _own_children() -> list[int]:
-    """This process's children, read from its threads' children lists (fast enough to catch a process that
-    forks and exits every few hundred µs), or from a scan of /proc where the kernel keeps no such lists."""
+def children_of(pid: int) -> list[int]:
+    """A process's children, zombies included, read from its threads' children lists (fast enough to catch a process
+    that forks and exits every few hundred µs), or from a scan of /proc where the kernel keeps no such lists."""
     found, listed = [], False
-    for task in os.listdir("/proc/self/task"):
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return []
+    for task in tasks:
         try:
-            with open(f"/proc/self/task/{task}/children") as f:
-                found += [int(pid) for pid in f.read().split()]
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                found += [int(child) for child in f.read().split()]
             listed = True
         except OSError:
             continue
-    return found if listed else [pid for pid, parent in _parents().items() if parent == os.getpid()]
+    return found if listed else [child for child, parent in _parents().items() if parent == pid]
+
+
+def _own_children() -> list[int]:
+    return children_of(os.getpid())
+
+
+def tree(root: int) -> set[int]:
+    """Every descendant of `root`, zombies included (not `root` itself)."""
+    found, frontier = set(), [root]
+    while frontier:
+        frontier = [child for pid in frontier for child in children_of(pid) if child not in found]
+        found.update(frontier)
+    return found
+
+
+def cpu_ticks(pid: int) -> int:
+    """A process's CPU time in clock ticks, its reaped children's included (utime, stime, cutime, cstime); a zombie's
+    is kept until it is reaped. 0 where it is gone."""
+    fields = stat_fields(pid)
+    try:
+        return sum(int(v) for v in fields[11:15])
+    except (TypeError, ValueError):
+        return 0
 
 
 def identity(pid: int) -> tuple[int, int | None]:
@@ -164,39 +196,62 @@ class WorkerProcess:
         self.preexisting = {identity(pid) for pid in _children()}
         ours, theirs = socket.socketpair()
         self.fd = ours.detach()
-        env, writable, self.scratch = worker_environment([path])
-        args = ["--task", task, "--channel", str(theirs.fileno()), "--parent", str(os.getpid()),
-                *[f"--writable={w}" for w in writable], *([] if confined else ["--unconfined"]), "--", str(path)]
+        env, self.writable, self.scratch = worker_environment([path])
+        fds = (theirs.fileno(),)
+
+        def become(parent: int):
+            args = ["--task", task, "--channel", str(fds[0]), "--parent", str(parent),
+                    *[f"--writable={w}" for w in self.writable], *([] if confined else ["--unconfined"]), "--",
+                    str(path)]
+            return forked.worker(args, env, fds, fresh=not forked.possible())
         self.ready = False  # said "ready": it reads the channel, so it can be asked to leave
+        self.mapping = False  # the last message sent handed it CUDA IPC handles
         self.listed = False  # its processes are its cgroup's (descendants)
         self.cgroup = WorkerCgroup.create()  # the worker moves in before it imports anything of the file (it
         # waits for "load" first)
-        if forked.possible():
-            self.process = forked.start(args, env, (theirs.fileno(),))
-        else:
-            self.process = subprocess.Popen([sys.executable, "-m", "harness.worker", *args], cwd=ROOT, env=env,
-                                            pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL,
-                                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-        if self.cgroup and not self.cgroup.add(self.process.pid):
-            self.cgroup = None
-        self.identity = identity(self.process.pid)
+        self.walls = walls() if confined else Walls(why_not="--unconfined")
+        self.process = None
+        if self.walls.flags:
+            try:
+                self.process = launch(self.walls.flags, become(1), fds, self._admit,
+                                      [(SHARED_MEMORY, SHM_CAP), (self.scratch.name, TMPDIR_CAP)])
+            except Refused as exc:
+                self.walls = Walls(why_not=f"refused: {exc}")
+        if self.process is None:
+            self.process = forked.start(become(os.getpid()))
+            self._admit(self.process.pid)
+        self.identity = identity(self.process.keeper if self.contained else self.process.pid)
         theirs.close()
         _LIVE.add(self)
         self.reader = channel.Reader(self.fd)
         self.output = _Output(self.process.stdout)
         self.output.start()
 
+    @property
+    def contained(self) -> bool:
+        """In namespaces of its own (harness.evaluator.namespaces)."""
+        return isinstance(self.process, Contained)
+
+    def _admit(self, pid: int) -> None:
+        """Move `pid` (the worker, or its namespace's init) into the worker's cgroup; without it if the kernel
+        refuses."""
+        if self.cgroup and not self.cgroup.add(pid):
+            self.cgroup = None
+
     def wait_ready(self):
         """The worker's "ready": its interpreter, torch and CUDA context up, confined; its sandbox and the contest
         clear's duration as it reported them."""
         ready = self.expect(("ready",), time.monotonic() + self.timeout_s + STARTUP_GRACE_S)
         self.ready = True
-        self.sandbox = str(ready.get("sandbox", "none: unreported")) + ("; its processes in a cgroup of their own"
-                                                                          if self.cgroup else "")
+        self.sandbox = "; ".join([str(ready.get("sandbox", "none: unreported")), self.walls.phrase(),
+                                  *(["its processes in a cgroup of their own"] if self.cgroup else [])])
         self.listed = bool(self.cgroup) and ready.get("cgroup_bound") is True  # said before any code of the file ran
         self.clear_ns = ready.get("clear_ns") if isinstance(ready.get("clear_ns"), (int, float)) else None
 
     def send(self, kind: str, fds: tuple = (), **payload):
+        if kind in CUDA_HANDLES and self.contained:
+            self.process.expose(shared_files())  # the evaluator's CUDA IPC files, into the worker's own /dev/shm
+        self.mapping = kind in CUDA_HANDLES
         try:
             channel.send(self.fd, kind, fds=fds, **payload)
         except OSError:
@@ -221,32 +276,54 @@ class WorkerProcess:
         if message["kind"] in kinds:
             return message
         if message["kind"] == "error" and "error" not in kinds:
-            raise Verdict("error", str(message.get("message", "")))
+            raise Verdict("error", str(message.get("message", "")) + self._mapping_hint())
         if message["kind"] == "fatal":
             raise Verdict("error", str(message.get("message", "the worker could not start")))
         raise Verdict("tampered", f"an unexpected '{message['kind']}' message arrived from the worker")
 
+    def _mapping_hint(self) -> str:
+        """What to try where a worker in namespaces could not map the evaluator's CUDA memory (CUDA IPC across them
+        is not shown on every GPU machine yet)."""
+        if not (self.mapping and self.contained):
+            return ""
+        return (f" (the worker maps the evaluator's CUDA memory from inside namespaces of its own; where this GPU's "
+                f"CUDA IPC refuses them, {NAMESPACES_ENV}=off starts workers without, and the sandbox line says so)")
+
     def freeze(self, frozen: bool) -> None:
         """Stop the worker and every process it started (SIGSTOP), or let them go on (SIGCONT): a worker waiting
-        for its turn among others (diff --measure) takes no CPU from the one being timed."""
+        for its turn among others (diff --measure) takes no CPU from the one being timed. Stopping lists them again
+        until every one listed shows stopped, so that a child forked meanwhile is stopped too."""
         sig = signal.SIGSTOP if frozen else signal.SIGCONT
-        targets = [self.process.pid, *self.descendants()]
-        for send, target in [(os.killpg, self.process.pid), *((os.kill, pid) for pid in targets[1:])]:
-            try:
-                send(target, sig)
-            except (ProcessLookupError, PermissionError):
-                pass
         deadline = time.monotonic() + FREEZE_WAIT_S  # a signal takes effect when its process is next scheduled
-        while frozen and time.monotonic() < deadline and any(_running(pid) for pid in targets):
+        signalled = set()
+        while True:
+            targets = [self.process.pid, *self.descendants()]
+            for send, target in [(os.killpg, self.process.pid), *((os.kill, pid) for pid in targets[1:])]:
+                if target in signalled and frozen:
+                    continue
+                signalled.add(target)
+                try:
+                    send(target, sig)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            if not frozen or time.monotonic() > deadline or not any(_running(pid) for pid in targets):
+                return
             time.sleep(0.001)
 
     def descendants(self) -> list[int]:
-        """Processes the worker started that are still alive: the others in its cgroup where it has one and its
-        sandbox keeps every process in it (harness.worker.confine.Confinement), one listing; else its descendants and
-        the orphans re-parented here, from a scan of every process (also where the listing cannot be read)."""
+        """Processes the worker started that are still alive (see processes())."""
+        return sorted(pid for pid in self.processes() - {self.process.pid} if not _is_zombie(pid))
+
+    def processes(self) -> set[int]:
+        """The worker and every process it started, zombies included: the processes in its cgroup where it has one and
+        its sandbox keeps every process in it (harness.worker.confine.Confinement), one listing; else those of its
+        namespace (the init's descendants; the init is not among them); else its descendants and the orphans
+        re-parented here, from a scan of every process (also where the listing cannot be read)."""
         listed = self.cgroup.pids() if self.listed else None
         if listed is not None:
-            return sorted(pid for pid in listed if pid != self.process.pid and not _is_zombie(pid))
+            return set(listed) - ({self.process.init} if self.contained else set())
+        if self.contained:
+            return tree(self.process.init)
         parents = _parents()
         ours = {self.process.pid}
         for _ in range(64):
@@ -255,8 +332,17 @@ class WorkerProcess:
                 break
             ours = grown
         others = self._not_its_own()
-        orphans = {pid for pid, parent in parents.items() if parent == os.getpid() and identity(pid) not in others}
-        return sorted(pid for pid in (ours - {self.process.pid}) | orphans if not _is_zombie(pid))
+        return ours | {pid for pid, parent in parents.items() if parent == os.getpid() and identity(pid) not in others}
+
+    def cpu_usage_ns(self) -> int | None:
+        """The CPU time of every process the worker has run, those that have ended included, from its cgroup; None
+        without one."""
+        return self.cgroup.usage_ns() if self.cgroup else None
+
+    def cpu_ticks(self) -> int:
+        """The same in clock ticks, from the processes themselves: the live ones and the zombies, each with the
+        children it reaped, and the namespace's init with the orphans it reaped."""
+        return sum(cpu_ticks(pid) for pid in self.processes() | ({self.process.init} if self.contained else set()))
 
     def _not_its_own(self) -> set:
         """Children of the evaluator this worker did not start, by identity: live workers, and those alive before
@@ -292,13 +378,20 @@ class WorkerProcess:
         if self.cgroup:
             self.cgroup.remove()
         self.process.wait()
-        kill_strays(stray, spare=self._not_its_own())
+        if not self.contained:  # in namespaces, nothing of the worker's can be re-parented here
+            kill_strays(stray, spare=self._not_its_own())
         try:
             os.close(self.fd)
         except OSError:
             pass
         self.output.join(5)
         self.scratch.cleanup()
+        removed = [f"{files} file(s), {size / (1 << 20):.1f} MiB, that it left in its "
+                   + ("own /dev/shm" if folder == SHARED_MEMORY else "TMPDIR")
+                   for folder, (files, size) in (self.process.left.items() if self.contained else []) if files]
+        trimmed = trim_build_cache(Path(self.writable[1]))
+        for said in ([f"removed {' and '.join(removed)}"] if removed else []) + ([trimmed] if trimmed else []):
+            print(f"[nvfp4-arena: {said}]", file=sys.stderr)
         if self.output.dropped:
             print(f"[nvfp4-arena: {self.output.dropped:,} more bytes of the submission's output were dropped]",
                   file=sys.stderr)

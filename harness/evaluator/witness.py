@@ -39,7 +39,7 @@ import os
 import statistics
 from dataclasses import dataclass, field
 
-from .supervisor import stat_fields
+from .supervisor import cpu_ticks, stat_fields
 
 MIN_MARGIN_NS = {"cuda": 100_000.0, "cpu": 1_000_000.0}  # host noise of two processes' clocks and messages; on a
 # CPU the calls share the cores with everything else, and a verdict against an honest file costs more than a
@@ -66,19 +66,29 @@ TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")  # the unit of a process's CPU time in 
 
 @dataclass(frozen=True)
 class WorkerCpu:
-    """A worker's CPU accounting at one moment (Linux /proc): its main thread's wait for a CPU and its time on
-    one, in ns; every other live thread's time on a CPU, by thread id; the whole process's CPU time, threads
-    that have ended and children it has reaped included, in ticks; and whether its main thread runs at the
-    default scheduling (SCHED_OTHER at nice 0 or better), as an honest one does."""
+    """A worker's CPU accounting at one moment (Linux /proc, cgroup v2): its main thread's wait for a CPU and its
+    time on one, in ns; every other live thread's time on a CPU, by thread id; the CPU time of every process the
+    worker has run, those that have ended included, reaped or not: its cgroup's usage in ns where it has a cgroup
+    (`usage_ns`), else clock ticks summed over its processes, zombies and the children each reaped included
+    (`ticks`); and whether its main thread runs at the default scheduling (SCHED_OTHER at nice 0 or better), as an
+    honest one does."""
 
     main_wait_ns: int = 0
     main_run_ns: int = 0
     others_ns: dict = field(default_factory=dict)
     ticks: int = 0
+    usage_ns: int | None = None
     default_priority: bool = True
 
     @classmethod
-    def read(cls, pid: int) -> "WorkerCpu":
+    def read(cls, pid: int, worker=None) -> "WorkerCpu":
+        """The accounting of process `pid`, the worker's main process. worker: the harness.evaluator.supervisor
+        WorkerProcess whose every process to count (without it, `pid` alone and the children it reaped). The whole
+        worker's CPU time is read before its threads', so that work still running between the reads counts for its
+        threads, never for the rest."""
+        usage = worker.cpu_usage_ns() if worker else None
+        ticks = 0 if usage is not None else worker.cpu_ticks() if worker else cpu_ticks(pid)
+
         def schedstat(tid) -> tuple[int, int]:
             try:
                 with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
@@ -86,25 +96,31 @@ class WorkerCpu:
                 return int(run), int(wait)
             except (OSError, ValueError):
                 return 0, 0
-        fields, main = stat_fields(pid), stat_fields(pid, pid)
+        main = stat_fields(pid, pid)
         try:
             tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-            ticks = sum(int(v) for v in fields[11:15])  # utime, stime, and the reaped children's cutime, cstime
             default = int(main[38]) == 0 and int(main[16]) <= 0  # policy SCHED_OTHER, nice
         except (OSError, ValueError, IndexError, TypeError):  # the worker gone (its stat files None)
             return cls()
         main_run, main_wait = schedstat(pid)
-        return cls(main_wait, main_run, {tid: schedstat(tid)[0] for tid in tids if tid != pid}, ticks, default)
+        return cls(main_wait, main_run, {tid: schedstat(tid)[0] for tid in tids if tid != pid}, ticks, usage, default)
 
     def credit_ns(self, before: "WorkerCpu") -> float:
         """How much of the main thread's wait for a CPU since `before` to leave out of the witness: the part the
-        worker's own other threads and reaped children do not explain. They ran this long on a CPU meanwhile: the
-        live threads exactly, the rest from the process's ticks (less two ticks of rounding). None where the main
-        thread did not run at the default scheduling at both ends (SCHED_IDLE or a positive nice makes it wait)."""
-        if not (self.default_priority and before.default_priority):
+        rest of the worker does not explain. The rest ran this long on a CPU meanwhile: the live threads exactly,
+        everything else (ended threads, children and their children, zombies) from the cgroup's usage, or from the
+        processes' ticks less two ticks of rounding. None where the main thread did not run at the default
+        scheduling at both ends (SCHED_IDLE or a positive nice makes it wait), or where the two readings are not
+        of the same kind (the cgroup's usage could not be read at one of them)."""
+        if not (self.default_priority and before.default_priority) or \
+                (self.usage_ns is None) != (before.usage_ns is None):
             return 0.0
         others = sum(ns - before.others_ns.get(tid, 0) for tid, ns in self.others_ns.items())
-        ended = (self.ticks - before.ticks - 2) * TICK_NS - (self.main_run_ns - before.main_run_ns) - others
+        main_run = self.main_run_ns - before.main_run_ns
+        if self.usage_ns is not None:
+            ended = self.usage_ns - before.usage_ns - main_run - others
+        else:
+            ended = (self.ticks - before.ticks - 2) * TICK_NS - main_run - others
         return max(0.0, self.main_wait_ns - before.main_wait_ns - others - max(0.0, ended))
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 
 def die_with_parent(parent: int):
-    """SIGKILL when the evaluator dies, however it dies (Linux); if it is already gone, leave at once."""
+    """SIGKILL when its parent dies, however it dies (Linux); if it is already gone, leave at once. The parent is the
+    evaluator, or, in namespaces of the worker's own, their init (pid 1 there), which dies with the evaluator."""
     import ctypes
     import signal
     try:

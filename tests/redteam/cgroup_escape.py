@@ -6,9 +6,9 @@ worker's cgroup (the kernel checks the move with a permission check that Landloc
 lets the worker open any folder for reading); failing that, the same as a 32-bit call (int 0x80, on x86_64),
 which a filter of 64-bit call numbers alone would let through; failing that, plain fork. The child starts a thread and ends
 its main thread: /proc/<pid>/stat then reads 'Z' although the process lives, and cgroup.kill passes over such a
-process. The thread writes to its log (REDTEAM_LOG, in /dev/shm: writable under the sandbox) where it landed and,
-every second for a minute, that it is alive; the import waits until the thread has said so, so that the worker is
-stopped with it running. Computes honestly."""
+process. The thread writes to redteam_cgroup_escape.log in its build cache (XDG_CACHE_HOME: writable under the sandbox,
+and kept after the run) where it landed and, every second for a minute, that it is alive; the import waits until the
+thread has said so, so that the worker is stopped with it running. Computes honestly."""
 import os
 import subprocess
 import tempfile
@@ -71,7 +71,7 @@ with open(_binary + ".c", "w") as f:
 subprocess.run(["gcc", "-O1", "-pthread", "-o", _binary, _binary + ".c"], check=True)
 with open(_binary, "rb") as f:  # the scratch folder is deleted when the worker stops: keep the binary in memory
     _image = f.read()
-_LOG = os.environ.get("REDTEAM_LOG", "/dev/shm/redteam_cgroup_escape.log")
+_LOG = os.path.join(os.environ["XDG_CACHE_HOME"], "redteam_cgroup_escape.log")
 with open("/proc/self/cgroup") as f:
     _own = next(line.strip()[3:] for line in f if line.startswith("0::"))
 with open("/proc/self/mountinfo") as f:

@@ -5,10 +5,11 @@ and kill_strays), lists the processes re-parented to it by scanning /proc, SIGKI
 rounds at most. A process that forks and lets its parent exit every few hundred µs is never at the pid the scan
 saw by the time the kill arrives. The hopper is started at import, in a session of its own, and waits for the
 worker to exit (the worker leaves with os._exit, so an atexit hook would never run); in test mode no check looks
-for leftover processes during the run, and the run passes. The hopper writes to its log (REDTEAM_LOG, in /dev/shm:
-writable under the sandbox) that it started, which the import waits for; after the evaluator is gone (its parent
-is no longer the evaluator) it writes a line there and exits by itself after 30 s (it is harmless here; a real one
-could keep a CPU busy to slow later runs, or wait for the next worker's slots). Computes honestly."""
+for leftover processes during the run, and the run passes. The hopper writes to redteam_pid_hopper.log in its build
+cache (XDG_CACHE_HOME: writable under the sandbox, and kept after the run) that it started, which the import waits
+for; after the evaluator is gone (its parent is no longer the evaluator) it writes a line there and exits by itself
+after 30 s (it is harmless here; a real one could keep a CPU busy to slow later runs, or wait for the next worker's
+slots). Computes honestly."""
 import os
 import subprocess
 import tempfile
@@ -55,7 +56,7 @@ with open(_binary + ".c", "w") as f:
 subprocess.run(["gcc", "-O1", "-o", _binary, _binary + ".c"], check=True)
 with open(_binary, "rb") as f:  # the scratch folder is deleted when the worker stops: keep the binary in memory
     _image = f.read()
-_LOG = os.environ.get("REDTEAM_LOG", "/dev/shm/redteam_hopper.log")
+_LOG = os.path.join(os.environ["XDG_CACHE_HOME"], "redteam_pid_hopper.log")
 _fd = os.memfd_create("hop", 0)
 os.write(_fd, _image)
 os.posix_spawn(f"/proc/self/fd/{_fd}", ["hop", str(os.getpid()), str(os.getppid()), _LOG], os.environ)

@@ -2,8 +2,8 @@
 
 At import, it connects to the socket a command line of this checkout would use (harness.forward.address),
 hands over its own stdio and asks for a test run of a file it writes, stored under the name `pwned`: the forked
-evaluator would write records that no sandbox holds. It writes what it got to
-/dev/shm/redteam_server_request.log (writable under the sandbox). Computes honestly."""
+evaluator would write records that no sandbox holds. It writes what it got to redteam_server_request.log in its
+build cache (XDG_CACHE_HOME: writable under the sandbox, and kept after the run). Computes honestly."""
 import os
 import socket
 import time
@@ -13,7 +13,7 @@ from _honest import honest
 from harness import channel
 from harness.forward import address
 
-LOG = "/dev/shm/redteam_server_request.log"
+LOG = os.path.join(os.environ["XDG_CACHE_HOME"], "redteam_server_request.log")
 
 
 def ask() -> str:

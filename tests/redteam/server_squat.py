@@ -3,9 +3,10 @@
 At import, a child of the worker binds the address a command line of this checkout hands its runs to
 (harness.forward.address; Landlock's scope keeps a worker from connecting to an outside abstract socket, not from
 binding one). It answers every command line that connects: "started", a forged line of passes on the stdout it was
-handed, and exit status 0, so that a run of a wrong file elsewhere would read as passed. It notes in
-/dev/shm/redteam_server_squat.log that it bound the name and whom it answered. The worker stays up SQUAT_S
-seconds at import (the child with it), then computes honestly."""
+handed, and exit status 0, so that a run of a wrong file elsewhere would read as passed (in a network namespace of
+its own, the name it binds is its namespace's alone). It notes in redteam_server_squat.log in its build cache
+(XDG_CACHE_HOME) that it bound the name and whom it answered. The worker stays up SQUAT_S seconds at import (the child
+with it), then computes honestly."""
 import os
 import socket
 import time
@@ -15,7 +16,7 @@ from _honest import honest
 from harness import channel
 from harness.forward import address
 
-LOG = "/dev/shm/redteam_server_squat.log"
+LOG = os.path.join(os.environ["XDG_CACHE_HOME"], "redteam_server_squat.log")
 SQUAT_S = 20.0
 
 
