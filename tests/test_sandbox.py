@@ -206,10 +206,14 @@ def test_a_worker_running_as_root_cannot_freeze_chown_or_mark_files_it_may_only_
 @pytest.mark.slow
 def test_a_process_at_a_reused_pid_is_still_the_workers_stray(results_dir):
     """tests/redteam/pid_reuse.py: the benchmark's worker (a spare started just after the test worker) plants an
-    orphan at the test worker's pid once that one has ended; told apart by its start time, it is killed."""
+    orphan at the test worker's pid once that one has ended; told apart by its start time, it is killed. Workers
+    without namespaces of their own (NAMESPACES_ENV=off): in a PID namespace of its own a worker sees no other
+    worker's pid to reuse (tests/test_walls.py holds that wall)."""
+    from harness.evaluator.namespaces import NAMESPACES_ENV
     proc = subprocess.run([sys.executable, str(ROOT / "run.py"), "--task", "gemm", "--submission",
                            str(ROOT / "tests" / "redteam" / "pid_reuse.py"), "--shapes", "smoke", "--case", "0",
-                           "--json", "--no-record"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+                           "--json", "--no-record"], capture_output=True, text=True, timeout=600, cwd=ROOT,
+                          env={**os.environ, NAMESPACES_ENV: "off"})
     assert [s["mode"] for s in json.loads(proc.stdout)] == ["test", "benchmark"], proc.stderr[-2000:]
     assert "[pid_reuse] an orphan runs at the test worker's old pid" in proc.stderr, proc.stderr[-2000:]
     time.sleep(1)
