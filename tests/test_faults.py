@@ -145,6 +145,50 @@ def test_worker_killed_mid_sample(results_dir):
     assert stored[0] == EARLIER and stored[1]["status"] == "crash"
 
 
+def dies_building_lock() -> Path:
+    """Where tests/faults/dies_building.py takes its build lock: in its own build cache."""
+    from harness.evaluator.sandbox import build_environment
+    return Path(build_environment([FAULTS / "dies_building.py"])["TORCH_EXTENSIONS_DIR"]) / "dies_building" / "lock"
+
+
+def dies_building() -> dict:
+    """The record of tests/faults/dies_building.py on one case's contest values, killed by a 5 s timeout (the case's
+    other values are then skipped)."""
+    proc = run("--task", "gemm", "--submission", str(FAULTS / "dies_building.py"), "--mode", "test", "--case", "0",
+               "--timeout", "5", "--json")
+    return json.loads(proc.stdout)[0]["records"][0]
+
+
+@pytest.mark.slow
+def test_a_build_killed_by_the_timeout_leaves_no_lock_behind(results_dir):
+    """A worker killed mid-build leaves torch's build lock in the file's build cache, where the file's next load_inline
+    would wait for ever: the evaluator removes the lock its worker left, so the file's next run builds again and
+    meets the same timeout, not the lock."""
+    dies_building_lock().unlink(missing_ok=True)
+    for _ in range(2):
+        record = dies_building()
+        assert record["status"] == "timeout", record["message"]
+        assert not dies_building_lock().exists()
+    assert_no_worker_left("dies_building.py")
+
+
+@pytest.mark.slow
+def test_a_build_lock_older_than_any_worker_lives_is_removed_and_a_fresh_one_kept(results_dir):
+    """A lock that an evaluator killed outright left (nobody removed it) is gone before the next worker of the file
+    starts, once it is older than any worker may go without answering; a fresh one, which a worker of the same file
+    in another evaluator may hold while it builds, is left where it is."""
+    from harness.evaluator.supervisor import BUILD_LOCK_STALE_S
+    lock = dies_building_lock()
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.touch()
+    os.utime(lock, (time.time() - BUILD_LOCK_STALE_S - 60,) * 2)
+    assert dies_building()["status"] == "timeout"
+    lock.touch()
+    record = dies_building()
+    assert record["status"] == "error" and "the build lock is taken" in record["message"] and lock.exists()
+    lock.unlink()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("moment", ["starting", "importing numpy", "calling"])
 @pytest.mark.parametrize("signum, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])

@@ -164,7 +164,9 @@ def test_measure_interleaves_versions_each_in_a_worker_of_its_own(tmp_path, monk
     from harness.submission import resolve
     from reference.cases import leaderboards
     source = (ROOT / "submissions" / "gemv" / "v0.py").read_text()
-    stamp = 'import os\nopen(os.path.join(os.environ["XDG_CACHE_HOME"], "imports.log"), "a").write(f"{os.getpid()}\\n")\n'
+    # a process is named by its pid namespace and its pid in it: each worker may be pid 2 in a namespace of its own
+    stamp = ('import os\nopen(os.path.join(os.environ["XDG_CACHE_HOME"], "imports.log"), "a")'
+             '.write(f"{os.readlink(\'/proc/self/ns/pid\')}:{os.getpid()}\\n")\n')
     subs, logs = [], []
     for name in ("first", "second"):
         path = tmp_path / f"{name}.py"
@@ -183,8 +185,8 @@ def test_measure_interleaves_versions_each_in_a_worker_of_its_own(tmp_path, monk
     monkeypatch.setattr(session, "run_job", watched)
     pooled = measure_interleaved(subs, "smoke", rounds=2)
     assert states and set(states) == {"T"}, states
-    pids = [log.read_text().split() for log in logs]
-    assert [len(p) for p in pids] == [1, 1] and pids[0] != pids[1], pids  # imported once each, in two processes
+    imports = [log.read_text().split() for log in logs]
+    assert [len(i) for i in imports] == [1, 1] and imports[0] != imports[1], imports  # once each, in two processes
     assert set(pooled) == {"first", "second"}
     for per_shape in pooled.values():
         assert per_shape and all(len(means) == 2 for means in per_shape.values())

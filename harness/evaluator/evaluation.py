@@ -30,7 +30,7 @@ from .clock import ClockCalibration, ClockReading, EvaluatorClock
 from .judge import ClockJudge, Tally, WitnessJudge
 from .seeds import SeedSource
 from .slots import Layout, Slot
-from .supervisor import Verdict, WorkerProcess, take_spare
+from .supervisor import LOAD_GRACE_S, Verdict, WorkerProcess, take_spare
 from .telemetry import Telemetry
 from .witness import Calibration, Witness, WorkerCpu, run_delay_ns
 
@@ -185,7 +185,7 @@ class Evaluation:
                 self.witness_calibration, self.clock_calibration = self.calibrate()
             with self.unreported("load"):
                 self.worker.send("load", source=self.source)
-                self.worker.expect(("loaded",), time.monotonic() + timeout_s + 60)
+                self.worker.expect(("loaded",), time.monotonic() + timeout_s + LOAD_GRACE_S)
         except BaseException:
             self.close()
             raise

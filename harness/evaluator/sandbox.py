@@ -9,6 +9,9 @@
   importing torch (harness.worker.confine).
 - `trim_build_cache(folder)`: a file's build cache over BUILD_CACHE_CAP after its worker ends is removed whole (its
   next run builds again): one file cannot fill the disk run after run.
+- `remove_build_locks(folder, ...)`: the lock files torch's extension builds leave in a build cache when their
+  worker is killed mid-build (load_inline waits on such a lock forever, so every later run of the file would time
+  out).
 - `startup_hooks()`: `.pth` files with code and sitecustomize/usercustomize modules on this interpreter's
   path: each runs in every Python process, the evaluator's included, so a run names them.
 """
@@ -26,6 +29,7 @@ from ..paths import ROOT
 
 BUILDS = Path.home() / ".cache" / "nvfp4-arena" / "builds"
 BUILD_CACHE_CAP = 8 << 30  # bytes a file's build cache may keep between its runs
+BUILD_LOCK = "lock"  # the file torch.utils.cpp_extension holds in an extension's build folder while it builds
 CACHE_FOLDERS = {"TORCH_EXTENSIONS_DIR": "torch_extensions", "TRITON_CACHE_DIR": "triton/cache", "TRITON_HOME": "triton",
                  "CUTE_DSL_CACHE_DIR": "cute_dsl", "CUDA_CACHE_PATH": "nv", "XDG_CACHE_HOME": "xdg"}
 
@@ -121,6 +125,24 @@ def trim_build_cache(folder: Path) -> str:
     shutil.rmtree(folder, ignore_errors=True)
     return (f"removed the file's build cache {folder}: it held {held / (1 << 30):.1f} GiB, over the "
             f"{BUILD_CACHE_CAP >> 30} GiB a file may keep; its next run builds again")
+
+
+def remove_build_locks(folder: Path, made_after: float = 0.0, made_before: float = float("inf")) -> list[str]:
+    """Remove the torch-extension build locks under `folder`'s torch_extensions whose modification time lies in
+    [made_after, made_before) (seconds since the epoch); the lock files removed. torch creates the lock when a build
+    starts and removes it when the build ends, so one that outlives its worker is stale. Links are not followed."""
+    removed = []
+    for top, folders, names in os.walk(folder / CACHE_FOLDERS["TORCH_EXTENSIONS_DIR"]):
+        if BUILD_LOCK not in names and BUILD_LOCK not in folders:
+            continue
+        lock = os.path.join(top, BUILD_LOCK)
+        try:
+            if made_after <= os.lstat(lock).st_mtime < made_before:
+                os.unlink(lock)
+                removed.append(lock)
+        except OSError:
+            continue
+    return removed
 
 
 def startup_hooks() -> list[str]:

@@ -26,12 +26,16 @@ import time
 from pathlib import Path
 
 from .. import channel
+from ..rules import TIMEOUT_S
 from . import forked
 from .cgroup import WorkerCgroup
 from .namespaces import NAMESPACES_ENV, SHARED_MEMORY, SHM_CAP, TMPDIR_CAP, Contained, Refused, Walls, launch, shared_files, walls
-from .sandbox import trim_build_cache, worker_environment
+from .sandbox import remove_build_locks, trim_build_cache, worker_environment
 
 STARTUP_GRACE_S = 60.0  # interpreter, torch import and CUDA context, on top of the case timeout
+LOAD_GRACE_S = 60.0  # the import of the file (its builds), on top of the case timeout
+BUILD_LOCK_STALE_S = 2 * (max(TIMEOUT_S.values()) + STARTUP_GRACE_S + LOAD_GRACE_S)  # a build lock older than this
+# outlived its worker: no worker goes half as long without an answer, and none answering builds
 OUTPUT_CAP = 1 << 20  # bytes of a worker's own output forwarded to the evaluator's stderr
 TAIL = 2000  # characters of the worker's last output kept for crash messages
 PR_SET_CHILD_SUBREAPER = 36
@@ -197,6 +201,12 @@ class WorkerProcess:
         ours, theirs = socket.socketpair()
         self.fd = ours.detach()
         env, self.writable, self.scratch = worker_environment([path])
+        self.started = time.time()
+        self.loaded = False  # told to import the file: from then on it may hold a build lock in its build cache
+        stale = remove_build_locks(self.cache, made_before=self.started - BUILD_LOCK_STALE_S)
+        if stale:
+            print(f"[nvfp4-arena: removed {len(stale)} build lock(s) that an earlier worker killed mid-build left in "
+                  f"the file's build cache, e.g. {stale[0]}]", file=sys.stderr)
         fds = (theirs.fileno(),)
 
         def become(parent: int):
@@ -228,6 +238,11 @@ class WorkerProcess:
         self.output.start()
 
     @property
+    def cache(self) -> Path:
+        """The file's build cache, one of the two folders the worker may write."""
+        return Path(self.writable[1])
+
+    @property
     def contained(self) -> bool:
         """In namespaces of its own (harness.evaluator.namespaces)."""
         return isinstance(self.process, Contained)
@@ -252,6 +267,7 @@ class WorkerProcess:
         if kind in CUDA_HANDLES and self.contained:
             self.process.expose(shared_files())  # the evaluator's CUDA IPC files, into the worker's own /dev/shm
         self.mapping = kind in CUDA_HANDLES
+        self.loaded = self.loaded or kind == "load"
         try:
             channel.send(self.fd, kind, fds=fds, **payload)
         except OSError:
@@ -389,7 +405,11 @@ class WorkerProcess:
         removed = [f"{files} file(s), {size / (1 << 20):.1f} MiB, that it left in its "
                    + ("own /dev/shm" if folder == SHARED_MEMORY else "TMPDIR")
                    for folder, (files, size) in (self.process.left.items() if self.contained else []) if files]
-        trimmed = trim_build_cache(Path(self.writable[1]))
+        if not any(w.loaded and w.cache == self.cache for w in _LIVE):  # no other worker may be building there
+            locks = remove_build_locks(self.cache, made_after=self.started)
+            if locks:
+                removed.append(f"{len(locks)} build lock(s) of a build it did not finish, in its build cache")
+        trimmed = trim_build_cache(self.cache)
         for said in ([f"removed {' and '.join(removed)}"] if removed else []) + ([trimmed] if trimmed else []):
             print(f"[nvfp4-arena: {said}]", file=sys.stderr)
         if self.output.dropped:
