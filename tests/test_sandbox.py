@@ -274,3 +274,26 @@ def test_a_link_planted_in_a_build_cache_is_not_followed(tmp_path):
     scratch.cleanup()
     assert list(target.iterdir()) == [] and triton.is_dir() and not triton.is_symlink()
     shutil.rmtree(folder)
+
+
+def test_removing_build_locks_follows_no_link_a_worker_left(tmp_path):
+    """The evaluator removes stale torch build locks in a file's build cache, which the worker could write: a link in
+    their place (the torch_extensions folder itself, or an extension's folder) leads it to no lock elsewhere."""
+    from harness.evaluator.sandbox import remove_build_locks
+    cache, elsewhere = tmp_path / "cache", tmp_path / "elsewhere"
+    (elsewhere / "ext").mkdir(parents=True)
+    (elsewhere / "ext" / "lock").touch()
+    cache.mkdir()
+    (cache / "torch_extensions").symlink_to(elsewhere)
+    assert remove_build_locks(cache) == []
+    (cache / "torch_extensions").unlink()
+    (cache / "torch_extensions" / "old").mkdir(parents=True)
+    (cache / "torch_extensions" / "linked").symlink_to(elsewhere / "ext")
+    (cache / "torch_extensions" / "old" / "lock").touch()
+    os.utime(cache / "torch_extensions" / "old" / "lock", (1000, 1000))
+    (cache / "torch_extensions" / "fresh").mkdir()
+    (cache / "torch_extensions" / "fresh" / "lock").touch()
+    assert remove_build_locks(cache, made_before=2000) == [str(cache / "torch_extensions" / "old" / "lock")]
+    assert (cache / "torch_extensions" / "fresh" / "lock").exists() and (elsewhere / "ext" / "lock").exists()
+    assert remove_build_locks(cache, made_after=2000) == [str(cache / "torch_extensions" / "fresh" / "lock")]
+    assert (elsewhere / "ext" / "lock").exists()

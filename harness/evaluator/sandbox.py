@@ -130,18 +130,17 @@ def trim_build_cache(folder: Path) -> str:
 def remove_build_locks(folder: Path, made_after: float = 0.0, made_before: float = float("inf")) -> list[str]:
     """Remove the torch-extension build locks under `folder`'s torch_extensions whose modification time lies in
     [made_after, made_before) (seconds since the epoch); the lock files removed. torch creates the lock when a build
-    starts and removes it when the build ends, so one that outlives its worker is stale. Links are not followed."""
+    starts and removes it when the build ends, so one that outlives its worker is stale. The walk holds each folder
+    open and follows no link, the top one included: a worker may have put a link anywhere in its cache."""
     removed = []
-    for top, folders, names in os.walk(folder / CACHE_FOLDERS["TORCH_EXTENSIONS_DIR"]):
-        if BUILD_LOCK not in names and BUILD_LOCK not in folders:
-            continue
-        lock = os.path.join(top, BUILD_LOCK)
-        try:
-            if made_after <= os.lstat(lock).st_mtime < made_before:
-                os.unlink(lock)
-                removed.append(lock)
-        except OSError:
-            continue
+    try:
+        for top, _, names, top_fd in os.fwalk(folder / CACHE_FOLDERS["TORCH_EXTENSIONS_DIR"], follow_symlinks=False):
+            if BUILD_LOCK in names and made_after <= os.stat(BUILD_LOCK, dir_fd=top_fd,
+                                                            follow_symlinks=False).st_mtime < made_before:
+                os.unlink(BUILD_LOCK, dir_fd=top_fd)
+                removed.append(os.path.join(top, BUILD_LOCK))
+    except OSError:  # no such folder (nothing was built), or one that changed under the walk
+        pass
     return removed
 
 
