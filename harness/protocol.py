@@ -64,7 +64,7 @@ class Result:
     stats: dict | None = None
     samples_ns: list | None = None
     host_ns: list | None = None  # per sample: host time to queue one call
-    hold_timeouts: int = 0  # samples whose hold ended on its timeout (the host was seen)
+    hold_timeouts: int = 0  # samples whose calls were not all queued when "go" was said (the host was seen)
     hold_timeout_ns: float | None = None
     pending_max_ns: float | None = None  # the most a sample's device stayed busy after its end event
     phases_ns: dict | None = None  # where the job's time went (Phases), and the worker's start-up if it began with one

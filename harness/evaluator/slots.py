@@ -10,8 +10,7 @@ buffer alone.
 The layout travels to the worker as JSON (`Layout.to_wire()`): the input tuple's structure with each tensor replaced
 by (device, offset, dtype, shape, stride). `write()` copies the evaluator's private inputs into a slot tensor by
 tensor (the untimed calls, made once every write has ended). A timed sample's inputs are staged first (`Layout.stage()`: laid out as a slot is, in the evaluator's own memory), so
-that inside the witness each slot takes one copy per device (`write_staged()`), not one per tensor, each of which
-would wait on a GPU for its turn beside the worker's hold kernel.
+that a sample's writes take one copy per slot and device (`write_staged()`), not one launch per tensor.
 """
 import functools
 import io
