@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # One device call: the evaluator's clock end to end, each result written under $OUT as it comes. STEPS picks what
-# runs, in this order (default: attacks bests shade):
+# runs, in this order (default: attacks bests shade handover):
 #   attacks      the clock's attacks on gemm's first smoke shape while the best versions build: a shaded report,
 #                "done" before the calls, no wait for "go", a side-stream tail, a super-batch, the older side-stream and
-#                forged-report attacks (one benchmark run each)
+#                forged-report attacks, products made inside the evaluator's writes (write_gaps: log.txt says per
+#                sample how many were finished before "go"), a quieter end of the sample (quiet_end) (one benchmark
+#                run each)
 #   bests        each best version's benchmark under arena timing (the evaluator's clock), then contest timing
 #   shade        each best version wrapped by tests/redteam/shade_report.py at 0.7, 0.5 and 0.3 (benchmark)
 #   leaderboard  each best version in leaderboard mode
+#   handover     gemv v12 wrapped by tests/redteam/quiet_end.py ("done" without a memory barrier, a spin that touches
+#                no memory after the call, both): set each against "gemv v12 benchmark arena" and its worker_stats
 #   v0           every v0's benchmark and leaderboard modes
 #   namespaces   gemm v27's benchmark with each worker in namespaces of its own (NVFP4_ARENA_NAMESPACES=on: does the
 #                slots' CUDA IPC reach a child PID namespace?), then tests/test_walls.py the same way (walls.log)
@@ -19,7 +23,7 @@ export PYTHONUNBUFFERED=1 NVFP4_ARENA_RESULTS="$OUT/results"
 mkdir -p "$OUT/results"
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site
 . scripts/device_runs.sh
-STEPS=" ${STEPS:-attacks bests shade} "
+STEPS=" ${STEPS:-attacks bests shade handover} "
 { nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv
   python3 -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__)"
   echo "commit ${NVFP4_ARENA_COMMIT:-unknown}"; } >> "$OUT/env.txt" 2>&1
@@ -33,8 +37,14 @@ if has shade; then  # the shaded wrapper's own build cache holds each wrapped ve
     BUILDS+=($!)
   done
 fi
+if has handover; then  # quiet_end's own build cache holds gemv v12's extension: built once, here
+  NVFP4_ARENA_QUIET_KERNEL=submissions/gemv/v12.py python3 run.py --task gemv --submission tests/redteam/quiet_end.py \
+    --mode test --case 0 --no-record --json >> "$OUT/build.log" 2>&1 &
+  BUILDS+=($!)
+fi
 if has attacks; then
-  for attack in shade_report early_done skip_go side_stream_tail superbatch_slots side_stream forge_report; do
+  for attack in shade_report early_done skip_go side_stream_tail superbatch_slots side_stream forge_report write_gaps \
+      quiet_end; do
     one "redteam $attack" 90 --task gemm --submission "tests/redteam/$attack.py" --mode benchmark --shapes smoke --case 0
   done
 fi
@@ -54,6 +64,12 @@ for spec in "${BEST[@]}"; do
   fi
   has leaderboard && one "$task $version leaderboard" 300 --task "$task" --submission "$version" --mode leaderboard
 done
+if has handover; then
+  for quiet in nobarrier spin both; do
+    NVFP4_ARENA_QUIET=$quiet NVFP4_ARENA_QUIET_KERNEL=submissions/gemv/v12.py \
+      one "gemv v12 quiet_end $quiet arena" 150 --task gemv --submission tests/redteam/quiet_end.py --mode benchmark
+  done
+fi
 if has v0; then
   for task in gemv gemm dual_gemm group_gemm; do
     one "$task v0 benchmark" 300 --task "$task" --submission v0 --mode benchmark

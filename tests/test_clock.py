@@ -124,3 +124,14 @@ def test_the_evaluators_stream_is_let_go_whatever_the_worker_did(answers, closes
 def test_the_spot_checks_finding_travels_with_the_sample():
     log = Log()
     assert evaluation(log, early=3)._clocked_sample([0], [], null=False).early_call == 3
+
+
+def test_the_writes_size_travels_with_the_reading():
+    class Staged:  # a staged input tuple's buffers, as Layout.stage leaves them
+        def __init__(self, nbytes):
+            self.buffers = {"cuda": torch.zeros(nbytes, dtype=torch.uint8)}
+    log = Log()
+    reading = evaluation(log)._clocked_sample([0], [(FakeSlot(log), Staged(4096)), (FakeSlot(log), Staged(8192))],
+                                              null=False).reading
+    assert (reading.bytes, reading.copies) == (12_288, 2) and reading.window_ns == 310_000.0
+    assert evaluation(Log())._clocked_sample([0], [(FakeSlot(log), None)], null=False).reading.copies == 0

@@ -1,5 +1,5 @@
 """The attacks on the evaluator's clock, end to end: a shaded report, "done" before the calls, no wait for "go", a
-side-stream tail. Each file says on stderr that it acted; each test checks that it did, then its verdict. On a CPU
+side-stream tail, work inside the evaluator's writes, a cheaper end of the sample than the calibrated one. Each file says on stderr that it acted; each test checks that it did, then its verdict. On a CPU
 the witness judges a shaded report; the others act only on a GPU, where the evaluator's clock is the number."""
 import json
 import os
@@ -75,3 +75,28 @@ def test_a_super_batch_is_priced_at_its_real_cost(results_dir):
     assert "[superbatch_slots] the first call computed" in stderr
     assert record["status"] == "pass", record["message"]
     assert record["stats"]["median"] > 0.6 * honest["stats"]["median"]  # the same work, at about the same time
+
+
+@pytest.mark.slow
+@ON_A_GPU
+def test_work_done_inside_the_evaluators_writes_is_priced(results_dir):
+    """Products computed in turns the worker's context takes inside the evaluator's writes, before "go": the judge
+    sets each sample's writes against the calibrated model and charges the overrun (harness.evaluator.judge)."""
+    honest, _ = attack("shade_report", NVFP4_ARENA_SHADE="1.0")
+    record, stderr = attack("write_gaps")
+    assert "[write_gaps] sample" in stderr  # how many products each sample finished before "go"
+    assert record["status"] == "pass", record["message"]
+    assert record["stats"]["mean"] > 0.9 * honest["stats"]["mean"], (record["clock"], stderr[-2000:])
+
+
+@pytest.mark.slow
+@ON_A_GPU
+def test_a_quieter_end_of_the_sample_gains_no_more_than_the_clocks_uncertainty(results_dir):
+    """Writing "done" without a memory barrier, and a spin that touches no memory after the last call: the clock,
+    less the fixed cost calibrated with the harness's own end of a sample, still holds the worker's own events."""
+    record, stderr = attack("quiet_end")
+    assert "[quiet_end] \"done\" is written without a memory barrier" in stderr
+    assert "[quiet_end] a spin that touches no memory" in stderr
+    assert record["status"] == "pass", record["message"]
+    floor = record["worker_stats"]["mean"] - 3 * record["clock"]["uncertainty_ns"]  # both per call
+    assert record["stats"]["mean"] > floor, (record["stats"], record["worker_stats"], record["clock"])

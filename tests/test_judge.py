@@ -2,8 +2,8 @@
 the witness's judge, and the tally that keeps samples and decides when a job is done."""
 import pytest
 
-from harness.evaluator.clock import PREEMPTED_NS, ClockCalibration, ClockReading
-from harness.evaluator.judge import ClockJudge, Judgement, Tally, WitnessJudge
+from harness.evaluator.clock import PREEMPTED_NS, ClockCalibration, ClockReading, WritesModel
+from harness.evaluator.judge import INTERRUPTED_NS, ClockJudge, Judgement, Tally, WitnessJudge
 from harness.evaluator.witness import Calibration, Witness
 from harness.rules import StopRule
 
@@ -48,6 +48,65 @@ def test_a_sample_whose_writes_another_context_interrupted_is_not_kept_as_its_ow
     assert not judge.judge(reading(20.0, writes_us=900.0), 19_000.0, None).discarded  # slower, under a time slice
     turned = judge.judge(reading(5.0, writes_us=400.0 + PREEMPTED_NS / 1e3 + 1.0), 4_000.0, None)
     assert turned.discarded and judge.summary()["preempted"] == 1
+
+
+def test_the_writes_model_is_fitted_on_the_null_samples_configurations():
+    # the calibration's three: a small slot (one copy), sixteen small slots, a large slot; ns
+    small, many, large = (77_824, 1), (16 * 16_384, 16), (512 << 20, 1)
+    points = [(*small, 60_000.0)] * 5 + [(*many, 210_000.0)] * 5 + [(*large, 50_000.0 + (512 << 20) / 1.6e3)] * 5
+    points.append((*small, 900_000.0))  # one slow sample: the medians do not move
+    model = ClockCalibration.fit([300_000.0] * 16, points).writes
+    assert model.per_copy_ns == pytest.approx(10_000.0) and model.base_ns == pytest.approx(50_000.0)
+    assert model.per_byte_ns == pytest.approx(1 / 1.6e3)  # 1.6 TB/s
+    # the longer of the host's queueing and the copies: 50 small slots are queued, 50 large ones copied
+    assert model.expected_ns(50 * 16_384, 50) == pytest.approx(550_000.0)
+    assert model.expected_ns(50 * (64 << 20), 50) == pytest.approx(50_000.0 + 50 * (64 << 20) / 1.6e3)
+
+
+def test_no_writes_model_where_the_null_samples_do_not_determine_one():
+    assert WritesModel.fit([(100, 1, 5.0), (10**9, 1, 600.0)]) is None  # two configurations
+    assert WritesModel.fit([(100, 1, 5.0), (200, 1, 6.0), (10**9, 1, 600.0)]) is None  # copies not told from bytes
+    assert WritesModel.fit([(100, 1, 50.0), (200, 16, 20.0), (10**9, 1, 600.0)]) is None  # a negative part
+    assert ClockCalibration.fit([300_000.0]).writes is None
+
+
+MODELLED = ClockCalibration(fixed_ns=300_000.0, spread_ns=600.0, samples=24,
+                            writes=WritesModel(base_ns=50_000.0, per_copy_ns=10_000.0, per_byte_ns=0.0))
+
+
+def written(calls_us: float, writes_us: float) -> ClockReading:
+    """A 50-call sample whose writes the model expects to take 550 µs."""
+    return ClockReading(window_ns=300_000.0 + calls_us * 1e3, writes_ns=writes_us * 1e3, bytes=50 << 20, copies=50)
+
+
+def test_writes_within_the_models_tolerance_are_not_interrupted():
+    judge = ClockJudge(MODELLED, calls=50)
+    judge.judge(written(1000.0, 560.0), 999_000.0, None)
+    kept = judge.judge(written(1000.0, 550.0 + INTERRUPTED_NS / 1e3 - 1.0), 999_000.0, None)
+    assert not kept.discarded and kept.per_call_ns == 20_000.0
+    assert judge.summary()["interrupted"] == 0 and judge.summary()["charged_ns"] == 0.0
+
+
+def test_a_turn_inside_every_samples_writes_is_charged_to_the_sample():
+    """A worker whose context computes 1.8 ms of a sample's 2 ms of work inside the evaluator's writes of every sample
+    (tests/redteam/write_gaps.py): each sample's writes run 2.1 ms over the model (the work and two hand-overs), alike,
+    so none is slower than the job's quickest; each window holds 200 µs of calls."""
+    judge, tally = ClockJudge(MODELLED, calls=50), Tally()
+    for _ in range(40):
+        judgement = judge.judge(written(200.0, 550.0 + 2_100.0), 199_000.0, None)
+        tally.add(judgement, 1.0, 0.0, False, 1e6)
+    summary = judge.summary()
+    assert summary["preempted"] == 0  # the job's quickest writes are the worker's to set
+    assert summary["interrupted"] == 39 and summary["discarded"] == 9  # a quarter at most; the first not counted
+    assert summary["charged_ns"] == pytest.approx(30 * 2_100_000.0)
+    # every kept sample carries its overrun, every discarded one counts as at least the slowest of those: no gain
+    assert tally.durations == [pytest.approx((200_000.0 + 2_100_000.0) / 50)] * 38
+
+
+def test_without_a_writes_model_the_turn_is_judged_against_the_jobs_quickest_alone():
+    judge = ClockJudge(CALIBRATION, calls=50)
+    judgements = [judge.judge(written(200.0, 2_650.0), 199_000.0, None) for _ in range(5)]
+    assert judgements[-1].per_call_ns == 4_000.0 and judge.summary()["interrupted"] == 0
 
 
 def test_a_slow_hand_over_is_not_kept_as_its_own_while_such_samples_are_a_quarter_at_most():

@@ -25,7 +25,12 @@ evaluator's own context, which the worker cannot reach. Three facts about two CU
 
 Samples whose writes and flush took more than PREEMPTED_NS longer than the job's quickest had another context on
 the GPU inside them, perhaps the worker's with the inputs in place: their time is not kept as their own (the job
-counts them as at least its slowest kept sample, as it does the witness's discards).
+counts them as at least its slowest kept sample, as it does the witness's discards). The job's quickest is the
+worker's to set, though: a worker that keeps work ready to run (a stream that does not wait for "go") may take a turn
+inside every sample's writes, wherever the evaluator's stream runs dry between two copies its host queues or its
+time slice ends, and compute there the outputs of the slots already written (tests/redteam/write_gaps.py). So the
+null samples also fit how long the writes take with no turn inside them (`WritesModel`: a fixed part, a part per
+copy and one per byte), and the judge sets each sample's writes against that as well (harness.evaluator.judge).
 """
 import random
 import statistics
@@ -44,18 +49,58 @@ POLL_S = 50e-6  # the host's poll of the closing event while it waits
 
 
 @dataclass(frozen=True)
+class WritesModel:
+    """How long a sample's writes and flush take on this GPU with no other context's turn inside them (ns): a fixed
+    part (the flush, the events) and the longer of the host's queueing of the copies (a part per copy) and the
+    copies themselves (a part per byte): the host queues each slot's copy while earlier ones run. Fitted on the
+    median of each null-sample configuration, before any code of the file is imported: the two with the fewest bytes
+    (small slots, one and many copies) give the parts per copy and the fixed part, the one with the most bytes (a
+    large slot) the part per byte."""
+
+    base_ns: float
+    per_copy_ns: float
+    per_byte_ns: float
+
+    @classmethod
+    def fit(cls, points: list) -> "WritesModel | None":
+        """points: (bytes, copies, writes_ns) of null samples. None where they do not determine the three parts (fewer
+        than three configurations, the two smallest with as many copies, or a part that comes out negative)."""
+        groups = {}
+        for nbytes, copies, writes_ns in points:
+            groups.setdefault((int(nbytes), int(copies)), []).append(float(writes_ns))
+        if len(groups) < 3:
+            return None
+        medians = {key: statistics.median(values) for key, values in groups.items()}
+        large, *rest = sorted(medians, key=lambda key: (-key[0], key[1]))
+        small, many = sorted(rest)[:2]  # by bytes
+        if small[1] == many[1] or large[0] <= 0:
+            return None
+        per_copy = (medians[many] - medians[small]) / (many[1] - small[1])
+        base = medians[small] - per_copy * small[1]
+        per_byte = (medians[large] - base) / large[0]
+        if min(base, per_copy, per_byte) < 0:
+            return None
+        return cls(base, per_copy, per_byte)
+
+    def expected_ns(self, nbytes: int, copies: int) -> float:
+        return self.base_ns + max(self.per_copy_ns * copies, self.per_byte_ns * nbytes)
+
+
+@dataclass(frozen=True)
 class ClockCalibration:
     """The fixed cost of a sample under the evaluator's clock on this GPU, from null samples (ns)."""
 
     fixed_ns: float  # median of (window less the worker's events)
     spread_ns: float  # 1.4826 x the median absolute deviation from it: one sample's uncertainty
     samples: int
+    writes: WritesModel | None = None  # how long the writes take with no other context inside them
 
     @classmethod
-    def fit(cls, windows_less_worker_ns: list) -> "ClockCalibration":
+    def fit(cls, windows_less_worker_ns: list, writes: list = ()) -> "ClockCalibration":
+        """writes: (bytes, copies, writes_ns) of the same null samples (WritesModel.fit)."""
         fixed = statistics.median(windows_less_worker_ns)
         spread = 1.4826 * statistics.median(abs(v - fixed) for v in windows_less_worker_ns)
-        return cls(fixed, spread, len(windows_less_worker_ns))
+        return cls(fixed, spread, len(windows_less_worker_ns), WritesModel.fit(list(writes)))
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -67,6 +112,8 @@ class ClockReading:
 
     window_ns: float  # opened -> closed
     writes_ns: float  # the evaluator's writes and flush before "go"
+    bytes: int = 0  # what those writes copied into the slots' CUDA buffers
+    copies: int = 0  # in how many copies
 
     def calls_ns(self, calibration: ClockCalibration) -> float:
         """The sample's calls, as the evaluator's clock saw them."""

@@ -14,7 +14,7 @@ import math
 import time
 from pathlib import Path
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
@@ -62,6 +62,14 @@ def same_bits(pairs: list) -> bool:
         kind = ints[a.element_size()]
         flags.setdefault(a.device, []).append(torch.ne(a.view(kind), b.to(a.device).view(kind)).any().reshape(1))
     return not any(bool(torch.cat(found).any().item()) for found in flags.values())
+
+
+def written(writes: list) -> tuple[int, int]:
+    """(bytes, copies) of a sample's writes into the slots' CUDA buffers: one copy per staged CUDA buffer
+    (Slot.write_staged), which the clock's WritesModel prices."""
+    sizes = [buffer.numel() * buffer.element_size() for _, staged in writes
+             for where, buffer in getattr(staged, "buffers", {}).items() if where == "cuda"]
+    return sum(sizes), len(sizes)
 
 
 CROWDED_NS = 500_000  # the evaluator's own wait for a CPU in one sample above which a verdict names the crowding
@@ -297,8 +305,10 @@ class Evaluation:
         copying = time.perf_counter_ns()
         outputs = self.outputs(calls)
         ended = time.perf_counter_ns()
+        nbytes, copies = written(writes)
         return Sample(ended - started, 0.0, 0.0, ended - copying, report, outputs, queued is None,
-                      reading=self.clock.reading(), early_call=self.clock.early_done())
+                      reading=replace(self.clock.reading(), bytes=nbytes, copies=copies),
+                      early_call=self.clock.early_done())
 
     def outputs(self, calls: list) -> list:
         """The outputs of the calls in the slots, copied into the evaluator's own memory."""
@@ -324,10 +334,10 @@ class Evaluation:
     def calibrate(self) -> tuple[Calibration, ClockCalibration | None]:
         """Null samples before any submission code runs, for one small slot, one large slot and many small slots: the
         protocol's remainder (what the witness does not time) and, under the evaluator's clock, its fixed cost (the
-        window less the worker's events around its touch of memory)."""
+        window less the worker's events around its touch of memory, and how long its writes take: WritesModel)."""
         where = "cuda" if self.gpu else "cpu"
         small, large = CALIBRATION_BYTES[where]
-        points, fixed = [], []
+        points, fixed, writes = [], [], []
         self.job_deadline = time.monotonic() + self.timeout_s
         for nbytes, count in ((small, 1), (large, 1), (64, CALIBRATION_SLOTS)):
             def shaped(fill):  # an operand, a second one, an output: as a task's input tuple ends in c
@@ -342,7 +352,8 @@ class Evaluation:
                     points.append(result.witness_ns - result.waited_ns - result.own_ns - region)
                     if result.reading is not None:
                         fixed.append(result.reading.window_ns - region)
-        return Calibration(points), ClockCalibration.fit(fixed) if fixed else None
+                        writes.append((result.reading.bytes, result.reading.copies, result.reading.writes_ns))
+        return Calibration(points), ClockCalibration.fit(fixed, writes) if fixed else None
 
     # -- jobs --------------------------------------------------------------------------------------------------
     def generate(self, job, seed: int, values: str | None = None):

@@ -12,7 +12,13 @@ with numbers alone. Two judges, one per kind of clock:
   interrupted, while such samples are no more than MAX_DISCARDED_SHARE of those judged; past that, every sample
   counts as its own clock's time. A file that under-reports some samples to have them discarded can so replace its
   slowest quarter by its slowest kept one, as with the witness (scripts/witness_trim_sim.py), and gains nothing on
-  the rest.
+  the rest. The job's quickest writes are the worker's to set (a turn of its context inside every sample's writes
+  lengthens them all alike), so each sample's writes are also set against the calibration's `WritesModel`: writes
+  more than INTERRUPTED_NS (or INTERRUPTED_SHARE of the expectation) over it held another context's turn, two
+  hand-overs at least. Such a sample is discarded as the others are while the budget lasts; past it, it counts as its
+  clock's time plus the whole overrun, the time in which the worker may have computed outputs before "go"
+  (tests/redteam/write_gaps.py). A worker that turns every sample so gains nothing: its kept samples carry their
+  overrun, and its discarded ones count as at least the slowest of those.
 - `WitnessJudge`, on a CPU and under contest timing: the worker's reported time is the number, bounded by the
   evaluator's host clock around it (harness.evaluator.witness).
 
@@ -31,6 +37,9 @@ CLOCK_TOLERANCE_NS = 2_000.0  # how much longer the worker's events may read tha
 SLOW_HANDOVER_NS = 10_000.0  # the clock's time over the worker's events beyond which a hand-over was slow (at least)
 SLOW_HANDOVER_SPREADS = 8.0  # or this many calibration spreads, where that is more
 MAX_DISCARDED_SHARE = 0.25  # of the judged samples, at most this share may be not kept as their own
+INTERRUPTED_NS = 250_000.0  # writes this much over the calibrated expectation held another context's turn: one turn
+# costs two hand-overs (about 290 µs on an H200, results/h200/clock_2026-11-28/NOTES.md) before any work in it
+INTERRUPTED_SHARE = 0.1  # or this share of the expectation, where that is more (the copies' own variation)
 
 
 @dataclass
@@ -54,6 +63,8 @@ class ClockJudge:
         self.preempted = 0
         self.slow_handovers = 0
         self.discarded = 0
+        self.interrupted = 0
+        self.charged_ns = 0.0  # overruns of interrupted samples added to their time
         self.windows_ns = []
         self.slow_ns = max(SLOW_HANDOVER_NS, SLOW_HANDOVER_SPREADS * calibration.spread_ns)
 
@@ -70,14 +81,31 @@ class ClockJudge:
             return Judgement()
         calls_ns = reading.calls_ns(self.calibration)
         preempted = reading.writes_ns > self.quickest_writes_ns + PREEMPTED_NS
+        overrun = self.overrun_ns(reading)
+        interrupted = overrun > 0
         slow = calls_ns - region_ns > self.slow_ns
         self.preempted += preempted
+        self.interrupted += interrupted
         self.slow_handovers += slow
         self.windows_ns.append(reading.window_ns)
-        discarded = (preempted or slow) and self.discarded + 1 <= max(1.0, MAX_DISCARDED_SHARE * len(self.windows_ns))
+        discarded = (preempted or slow or interrupted) and \
+            self.discarded + 1 <= max(1.0, MAX_DISCARDED_SHARE * len(self.windows_ns))
         self.discarded += discarded
+        if interrupted and not discarded:  # past the budget: the turn inside the writes counts as the worker's
+            calls_ns += overrun
+            self.charged_ns += overrun
         return Judgement(per_call_ns=calls_ns / self.calls, worker_per_call_ns=region_ns / self.calls,
                          discarded=discarded)
+
+    def overrun_ns(self, reading: ClockReading) -> float:
+        """How far the sample's writes ran over the calibration's expectation, where that far shows another context's
+        turn inside them; else 0 (also where the calibration has no model of the writes)."""
+        model = self.calibration.writes
+        if model is None:
+            return 0.0
+        expected = model.expected_ns(reading.bytes, reading.copies)
+        overrun = reading.writes_ns - expected
+        return overrun if overrun > max(INTERRUPTED_NS, INTERRUPTED_SHARE * expected) else 0.0
 
     def settled(self) -> bool:
         return True
@@ -87,12 +115,14 @@ class ClockJudge:
 
     def summary(self) -> dict:
         """The clock's calibration, one sample's uncertainty (the calibration's spread) per call and as a share of
-        the median sample, how many samples another context's turn disturbed or a slow hand-over lengthened, and how
-        many of them were not kept as their own."""
+        the median sample, how many samples another context's turn disturbed (over the job's quickest writes, or
+        over the calibrated ones: `interrupted`) or a slow hand-over lengthened, how many of them were not kept as
+        their own, and how much overrun of interrupted writes was added to kept samples."""
         sample_ns = statistics.median(self.windows_ns) - self.calibration.fixed_ns if self.windows_ns else None
         return {**self.calibration.as_dict(), "uncertainty_ns": self.calibration.spread_ns / self.calls,
                 "uncertainty_share": self.calibration.spread_ns / sample_ns if sample_ns and sample_ns > 0 else None,
-                "preempted": self.preempted, "slow_handovers": self.slow_handovers, "discarded": self.discarded}
+                "preempted": self.preempted, "interrupted": self.interrupted, "charged_ns": self.charged_ns,
+                "slow_handovers": self.slow_handovers, "discarded": self.discarded}
 
 
 class WitnessJudge:
