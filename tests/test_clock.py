@@ -25,8 +25,11 @@ class FakeClock:
         self.log.add("prepare", self.sequence)
         return self.sequence
 
-    def begin(self):
-        self.log.add("begin")
+    def begin(self, sequence):
+        self.log.add("begin", sequence)
+
+    def release(self, sequence):
+        self.log.add("release", sequence)
 
     def open(self, sequence):
         self.log.add("open", sequence)
@@ -73,8 +76,19 @@ class FakeSlot:
         self.log = log
         self.data = (torch.zeros(2), torch.zeros(2, dtype=torch.float16))
 
-    def write_staged(self, staged):
-        self.log.add("write")
+    def write_staged(self, staged, where=None):
+        self.log.add("write", where)
+
+
+class FakeFlush:
+    def __init__(self, log):
+        self.log = log
+
+    def reset_persisting(self):
+        self.log.add("reset")
+
+    def fill(self):
+        self.log.add("fill")
 
 
 def steps(log) -> list[str]:
@@ -86,15 +100,15 @@ def evaluation(log, answers=None, **clock):
     ev.gpu, ev.job_deadline = False, time.monotonic() + 60
     ev.clock, ev.worker = FakeClock(log, **clock), FakeWorker(log, answers or {})
     ev.slots = [FakeSlot(log)]
-    ev.flush = lambda: log.add("flush")
+    ev.flush = FakeFlush(log)
     return ev
 
 
 def test_the_worker_is_armed_before_the_inputs_exist_and_go_follows_the_flush():
     log = Log()
     sample = evaluation(log)._clocked_sample([0], [(FakeSlot(log), None)], null=False)
-    assert steps(log) == ["prepare 1", "send arm 1", "expect queued", "begin", "write", "flush", "open 1",
-                          "expect sampled", "wait"]
+    assert steps(log) == ["prepare 1", "send arm 1", "expect queued", "write cpu", "reset", "begin 1", "write cuda",
+                          "fill", "open 1", "release 1", "expect sampled", "wait"]
     assert sample.reading.window_ns == 310_000.0 and not sample.queued_late and sample.early_call is None
 
 
@@ -117,8 +131,20 @@ def test_the_evaluators_stream_is_let_go_whatever_the_worker_did(answers, closes
         evaluation(log, answers, closes=closes)._clocked_sample([0], [], null=False)
     assert found.value.status == status
     assert log[-1] == ("rescue", 1)  # "done" written by the evaluator itself, for this sample
+    assert log.count(("release", 1)) == 1
     if status == "tampered":
         assert "never wrote \"done\"" in found.value.message
+
+
+def test_a_write_that_fails_behind_the_gate_still_lets_the_gate_and_the_stream_go():
+    class Broken(FakeSlot):
+        def write_staged(self, staged, where=None):
+            if where == "cuda":
+                raise RuntimeError("copy failed")
+    log = Log()
+    with pytest.raises(RuntimeError):
+        evaluation(log)._clocked_sample([0], [(Broken(log), None)], null=False)
+    assert steps(log)[-3:] == ["begin 1", "release 1", "rescue 1"]
 
 
 def test_the_spot_checks_finding_travels_with_the_sample():

@@ -51,21 +51,21 @@ def test_a_sample_whose_writes_another_context_interrupted_is_not_kept_as_its_ow
 
 
 def test_the_writes_model_is_fitted_on_the_null_samples_configurations():
-    # the calibration's three: a small slot (one copy), sixteen small slots, a large slot; ns
-    small, many, large = (77_824, 1), (16 * 16_384, 16), (512 << 20, 1)
-    points = [(*small, 60_000.0)] * 5 + [(*many, 210_000.0)] * 5 + [(*large, 50_000.0 + (512 << 20) / 1.6e3)] * 5
+    # the calibration's three: a small slot and a large one (one copy each), sixteen tiny slots; ns
+    small, many, large = (64 << 20, 1), (16 * 12_288, 16), (512 << 20, 1)
+    truth = WritesModel(base_ns=50_000.0, per_copy_ns=3_000.0, per_byte_ns=1 / 2.4e3)  # 2.4 TB/s
+    points = [(*config, truth.expected_ns(*config)) for config in (small, many, large) for _ in range(5)]
     points.append((*small, 900_000.0))  # one slow sample: the medians do not move
     model = ClockCalibration.fit([300_000.0] * 16, points).writes
-    assert model.per_copy_ns == pytest.approx(10_000.0) and model.base_ns == pytest.approx(50_000.0)
-    assert model.per_byte_ns == pytest.approx(1 / 1.6e3)  # 1.6 TB/s
-    # the longer of the host's queueing and the copies: 50 small slots are queued, 50 large ones copied
-    assert model.expected_ns(50 * 16_384, 50) == pytest.approx(550_000.0)
-    assert model.expected_ns(50 * (64 << 20), 50) == pytest.approx(50_000.0 + 50 * (64 << 20) / 1.6e3)
+    assert model.base_ns == pytest.approx(50_000.0) and model.per_copy_ns == pytest.approx(3_000.0)
+    assert model.per_byte_ns == pytest.approx(1 / 2.4e3)
+    # behind the gate the copies run one after another: their parts add up
+    assert model.expected_ns(50 * (64 << 20), 50) == pytest.approx(50_000.0 + 150_000.0 + 50 * (64 << 20) / 2.4e3)
 
 
 def test_no_writes_model_where_the_null_samples_do_not_determine_one():
-    assert WritesModel.fit([(100, 1, 5.0), (10**9, 1, 600.0)]) is None  # two configurations
-    assert WritesModel.fit([(100, 1, 5.0), (200, 1, 6.0), (10**9, 1, 600.0)]) is None  # copies not told from bytes
+    assert WritesModel.fit([(100, 1, 5.0), (10**9, 1, 600.0)]) is None  # no configuration of many copies
+    assert WritesModel.fit([(100, 1, 5.0), (100, 16, 60.0), (200, 16, 600.0)]) is None  # one one-copy size
     assert WritesModel.fit([(100, 1, 50.0), (200, 16, 20.0), (10**9, 1, 600.0)]) is None  # a negative part
     assert ClockCalibration.fit([300_000.0]).writes is None
 

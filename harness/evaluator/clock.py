@@ -1,11 +1,12 @@
 """The evaluator's clock on a GPU: the time that ranks, taken in the evaluator's own CUDA context.
 
 Per timed sample the worker's stream queues a wait for "go", its calls between its own events, the copies of any
-returned output into its slot's c, and a write of "done" (harness.stream_words); the evaluator's stream then writes
-the sample's inputs and flushes the L2, records `opened`, writes "go", waits for "done" and records `closed`. The
-window opened -> closed holds every call, with nothing of the evaluator's inside it, and comes from events of the
-evaluator's own context, which the worker cannot reach. Three facts about two CUDA contexts on one GPU make it hold
-(measured on an H200, scripts/clock_probe.py, results/h200/clock_2026-11-28/NOTES.md):
+returned output into its slot's c, and a write of "done" (harness.stream_words); the evaluator's stream then waits
+for a gate of its own, records `started`, writes the sample's inputs and flushes the L2, records `opened`, writes
+"go", waits for "done" and records `closed`; its host queues all of that and only then lets the gate go (from a
+second stream of its own). The window opened -> closed holds every call, with nothing of the evaluator's inside it,
+and comes from events of the evaluator's own context, which the worker cannot reach. Three facts about two CUDA
+contexts on one GPU make it hold (measured on an H200, scripts/clock_probe.py, results/h200/clock_2026-11-28/NOTES.md):
 
 - Contexts take the GPU in turns. While the evaluator's context has work (its writes, its flush), the worker's
   kernels do not run: a kernel of the worker's spinning across the evaluator's writes was off the GPU from the
@@ -23,14 +24,15 @@ evaluator's own context, which the worker cannot reach. Three facts about two CU
   touched memory than after it touched none); the fixed cost is the median of their windows less the worker's
   events, and its spread the scaled median absolute deviation. A sample's time is its window less that fixed cost.
 
-Samples whose writes and flush took more than PREEMPTED_NS longer than the job's quickest had another context on
-the GPU inside them, perhaps the worker's with the inputs in place: their time is not kept as their own (the job
-counts them as at least its slowest kept sample, as it does the witness's discards). The job's quickest is the
-worker's to set, though: a worker that keeps work ready to run (a stream that does not wait for "go") may take a turn
-inside every sample's writes, wherever the evaluator's stream runs dry between two copies its host queues or its
-time slice ends, and compute there the outputs of the slots already written (tests/redteam/write_gaps.py). So the
-null samples also fit how long the writes take with no turn inside them (`WritesModel`: a fixed part, a part per
-copy and one per byte), and the judge sets each sample's writes against that as well (harness.evaluator.judge).
+The gate is what makes the first fact hold for a worker that keeps work ready to run (a stream that does not wait
+for "go"). Without it the host queued each copy while the earlier ones ran, the stream ran dry between them, and
+such a worker took a turn in every gap and computed there the outputs of the slots already written: 39 of 50
+products before "go" on an H200 (tests/redteam/write_gaps.py). Behind the gate the writes run back to back, so the
+only turn left inside them is at the end of a time slice, and that costs two hand-overs. Samples whose writes took
+more than PREEMPTED_NS longer than the job's quickest had such a turn; and since a worker that turns inside every
+sample sets the job's quickest itself, the null samples also fit how long the writes take with no turn inside them
+(`WritesModel`: a fixed part, a part per copy and one per byte), and the judge sets each sample's writes against it
+as well (harness.evaluator.judge). The gate's word lives in memory of the evaluator's that no worker maps.
 """
 import random
 import statistics
@@ -51,11 +53,10 @@ POLL_S = 50e-6  # the host's poll of the closing event while it waits
 @dataclass(frozen=True)
 class WritesModel:
     """How long a sample's writes and flush take on this GPU with no other context's turn inside them (ns): a fixed
-    part (the flush, the events) and the longer of the host's queueing of the copies (a part per copy) and the
-    copies themselves (a part per byte): the host queues each slot's copy while earlier ones run. Fitted on the
-    median of each null-sample configuration, before any code of the file is imported: the two with the fewest bytes
-    (small slots, one and many copies) give the parts per copy and the fixed part, the one with the most bytes (a
-    large slot) the part per byte."""
+    part (the flush, the events), a part per copy and a part per byte. Behind the clock's gate the copies run one
+    after another on the evaluator's stream, so the parts add up. Fitted on the median of each null-sample
+    configuration, before any code of the file is imported: a small slot and a large one (one copy each) give the
+    part per byte, many small slots the part per copy, and the rest is the fixed part."""
 
     base_ns: float
     per_copy_ns: float
@@ -64,26 +65,26 @@ class WritesModel:
     @classmethod
     def fit(cls, points: list) -> "WritesModel | None":
         """points: (bytes, copies, writes_ns) of null samples. None where they do not determine the three parts (fewer
-        than three configurations, the two smallest with as many copies, or a part that comes out negative)."""
+        than three configurations, the two one-copy ones of one size, no configuration of more copies, or a part
+        that comes out negative)."""
         groups = {}
         for nbytes, copies, writes_ns in points:
             groups.setdefault((int(nbytes), int(copies)), []).append(float(writes_ns))
-        if len(groups) < 3:
-            return None
         medians = {key: statistics.median(values) for key, values in groups.items()}
-        large, *rest = sorted(medians, key=lambda key: (-key[0], key[1]))
-        small, many = sorted(rest)[:2]  # by bytes
-        if small[1] == many[1] or large[0] <= 0:
+        singles = sorted(key for key in medians if key[1] == 1)
+        many = max(medians, key=lambda key: key[1], default=None)
+        if len(singles) < 2 or many is None or many[1] < 2 or singles[0][0] == singles[-1][0]:
             return None
-        per_copy = (medians[many] - medians[small]) / (many[1] - small[1])
-        base = medians[small] - per_copy * small[1]
-        per_byte = (medians[large] - base) / large[0]
+        small, large = singles[0], singles[-1]
+        per_byte = (medians[large] - medians[small]) / (large[0] - small[0])
+        per_copy = (medians[many] - medians[small] - per_byte * (many[0] - small[0])) / (many[1] - 1)
+        base = medians[small] - per_copy - per_byte * small[0]
         if min(base, per_copy, per_byte) < 0:
             return None
         return cls(base, per_copy, per_byte)
 
     def expected_ns(self, nbytes: int, copies: int) -> float:
-        return self.base_ns + max(self.per_copy_ns * copies, self.per_byte_ns * nbytes)
+        return self.base_ns + self.per_copy_ns * copies + self.per_byte_ns * nbytes
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,7 @@ class ClockReading:
     """One sample under the evaluator's clock (ns)."""
 
     window_ns: float  # opened -> closed
-    writes_ns: float  # the evaluator's writes and flush before "go"
+    writes_ns: float  # the evaluator's writes and flush before "go", from its gate's release
     bytes: int = 0  # what those writes copied into the slots' CUDA buffers
     copies: int = 0  # in how many copies
 
@@ -168,7 +169,9 @@ class EvaluatorClock:
         with torch.cuda.use_mem_pool(self.pool):
             self.buffer = torch.zeros(segment_bytes(4 * COUNT), dtype=torch.uint8, device="cuda")
         self.words = StreamWords(self.buffer.data_ptr())
-        self.rescue_stream = torch.cuda.Stream()
+        self.gate = torch.zeros(1, dtype=torch.int32, device="cuda")  # private: in no segment a worker maps
+        self.gate_word = StreamWords(self.gate.data_ptr())
+        self.aside = torch.cuda.Stream()  # lets the gate go; writes "done" where the worker never does
         self.opened, self.closed = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         self.started = torch.cuda.Event(enable_timing=True)
         self.sequence = 0
@@ -188,9 +191,14 @@ class EvaluatorClock:
             self.spot.pick()
         return self.sequence
 
-    def begin(self):
-        """Just before the evaluator writes the sample's inputs."""
+    def begin(self, sequence: int):
+        """Before the evaluator queues the sample's writes: its stream waits for the gate, then records `started`."""
+        self.gate_word.wait(torch.cuda.current_stream().cuda_stream, 0, sequence)
         self.started.record()
+
+    def release(self, sequence: int):
+        """Once the sample's writes, "go" and the wait for "done" are queued: the gate lets them run back to back."""
+        self.gate_word.write(self.aside.cuda_stream, 0, sequence)
 
     def open(self, sequence: int):
         """After the writes and flush: opened, go, wait for done, closed, then the spot check's gather."""
@@ -214,7 +222,7 @@ class EvaluatorClock:
     def rescue(self, sequence: int):
         """Write "done" from a stream of the evaluator's own, so that its stream goes on when the worker never wrote
         it (a crash, a hang, a verdict)."""
-        self.words.write(self.rescue_stream.cuda_stream, DONE, sequence)
+        self.words.write(self.aside.cuda_stream, DONE, sequence)
 
     def reading(self) -> ClockReading:
         return ClockReading(self.opened.elapsed_time(self.closed) * 1e6, self.started.elapsed_time(self.opened) * 1e6)

@@ -145,16 +145,26 @@ class Phases:
 
 
 class L2Flush:
-    """The evaluator's L2 flush: persisting lines reset, then a write of 4x the L2 size."""
+    """The evaluator's L2 flush: persisting lines reset (a call of the host's), then a write of 4x the L2 size (a
+    kernel on the current stream). The kernel is loaded here: nothing may load a module while the clock's gate holds
+    the evaluator's stream (harness.evaluator.clock)."""
 
     def __init__(self):
         self.buffer = torch.empty(devices.flush_bytes() // 4, dtype=torch.int32, device="cuda")
         self.cudart = devices._cudart()
+        self()
+        torch.cuda.synchronize()
 
-    def __call__(self):
+    def reset_persisting(self):
         if self.cudart is not None:
             self.cudart.cudaCtxResetPersistingL2Cache()
+
+    def fill(self):
         self.buffer.zero_()
+
+    def __call__(self):
+        self.reset_persisting()
+        self.fill()
 
 
 class Evaluation:
@@ -278,9 +288,11 @@ class Evaluation:
 
     def _clocked_sample(self, calls, writes, null) -> Sample:
         """A sample under the evaluator's clock (harness.evaluator.clock): the worker queues its wait for "go", its
-        calls and "done"; then this stream writes the inputs, flushes the L2, opens, says go and waits for done. A
-        worker that has not said "queued" within the contest clear's duration (a custom_kernel that synchronizes
-        waits for "go" itself) gets its "go" anyway, as the contest's clear would have ended by then."""
+        calls and "done"; then this stream writes the inputs, flushes the L2, opens, says go and waits for done. The
+        slots' host memory is written first; the GPU's writes are queued behind the clock's gate and let go at once,
+        so that the stream never runs dry between them while the host queues the next. A worker that has not said
+        "queued" within the contest clear's duration (a custom_kernel that synchronizes waits for "go" itself) gets
+        its "go" anyway, as the contest's clear would have ended by then."""
         self.settle()
         sequence = self.clock.prepare_sample()
         started = time.perf_counter_ns()
@@ -288,11 +300,17 @@ class Evaluation:
         wait = (self.worker.clear_ns or 40e6) / 1e9
         queued = self.worker.expect(("queued",), min(self.deadline(), time.monotonic() + wait), patient=True)
         try:
-            self.clock.begin()
             for slot, staged in writes:
-                slot.write_staged(staged)
-            self.flush()
-            self.clock.open(sequence)
+                slot.write_staged(staged, "cpu")
+            self.flush.reset_persisting()  # a call of the host's that may wait for the stream: before the gate
+            self.clock.begin(sequence)
+            try:
+                for slot, staged in writes:
+                    slot.write_staged(staged, "cuda")
+                self.flush.fill()
+                self.clock.open(sequence)
+            finally:
+                self.clock.release(sequence)
             if queued is None:
                 self.worker.expect(("queued",), self.deadline())
             report = self.worker.expect(("sampled",), self.deadline())

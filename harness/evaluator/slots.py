@@ -171,10 +171,11 @@ class Slot:
         return [(self.buffers[where][start:end], staged.buffers[where][start:end])
                 for where, start, end in self.layout.input_runs]
 
-    def write_staged(self, staged: Staged) -> None:
-        """Copy a staged input tuple into the slot: one copy per device."""
-        for where, buffer in staged.buffers.items():
-            self.buffers[where][:buffer.numel()].copy_(buffer)
+    def write_staged(self, staged: Staged, where: str | None = None) -> None:
+        """Copy a staged input tuple into the slot: one copy per device (`where`: that device's alone)."""
+        for device, buffer in staged.buffers.items():
+            if where in (None, device):
+                self.buffers[device][:buffer.numel()].copy_(buffer)
 
     def close(self):
         self.tensors, self.data, self.buffers = [], None, {}
