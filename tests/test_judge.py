@@ -63,6 +63,16 @@ def test_the_writes_model_is_fitted_on_the_null_samples_configurations():
     assert model.expected_ns(50 * (64 << 20), 50) == pytest.approx(50_000.0 + 150_000.0 + 50 * (64 << 20) / 2.4e3)
 
 
+def test_the_fixed_cost_of_each_null_sample_configuration_is_kept_beside_the_whole_median():
+    writes = [(4096, 1, 50_000.0)] * 3 + [(1 << 29, 1, 300_000.0)] * 3 + [(65_536, 16, 90_000.0)] * 3
+    windows = [293_000.0, 293_500.0, 294_000.0, 295_000.0, 295_500.0, 296_000.0, 293_000.0, 292_500.0, 293_500.0]
+    calibration = ClockCalibration.fit(windows, writes)
+    assert calibration.fixed_ns == 293_500.0
+    assert calibration.fixed_by_configuration == ((4096, 1, 293_500.0), (65_536, 16, 293_000.0),
+                                                  (1 << 29, 1, 295_500.0))
+    assert ClockCalibration.fit(windows).fixed_by_configuration == ()
+
+
 def test_no_writes_model_where_the_null_samples_do_not_determine_one():
     assert WritesModel.fit([(100, 1, 5.0), (10**9, 1, 600.0)]) is None  # no configuration of many copies
     assert WritesModel.fit([(100, 1, 5.0), (100, 16, 60.0), (200, 16, 600.0)]) is None  # one one-copy size

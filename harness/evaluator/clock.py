@@ -95,13 +95,20 @@ class ClockCalibration:
     spread_ns: float  # 1.4826 x the median absolute deviation from it: one sample's uncertainty
     samples: int
     writes: WritesModel | None = None  # how long the writes take with no other context inside them
+    fixed_by_configuration: tuple = ()  # (bytes, copies, median window less the worker's events) per null-sample
+    # configuration: the slots' size should not move the fixed cost (the writes end before `opened`); a record shows it
 
     @classmethod
     def fit(cls, windows_less_worker_ns: list, writes: list = ()) -> "ClockCalibration":
-        """writes: (bytes, copies, writes_ns) of the same null samples (WritesModel.fit)."""
+        """writes: (bytes, copies, writes_ns) of the same null samples, in the same order (WritesModel.fit)."""
         fixed = statistics.median(windows_less_worker_ns)
         spread = 1.4826 * statistics.median(abs(v - fixed) for v in windows_less_worker_ns)
-        return cls(fixed, spread, len(windows_less_worker_ns), WritesModel.fit(list(writes)))
+        groups = {}
+        for value, (nbytes, copies, _) in zip(windows_less_worker_ns, writes):
+            groups.setdefault((int(nbytes), int(copies)), []).append(value)
+        by_configuration = tuple((nbytes, copies, statistics.median(values))
+                                 for (nbytes, copies), values in sorted(groups.items()))
+        return cls(fixed, spread, len(windows_less_worker_ns), WritesModel.fit(list(writes)), by_configuration)
 
     def as_dict(self) -> dict:
         return asdict(self)
