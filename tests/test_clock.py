@@ -147,6 +147,19 @@ def test_a_write_that_fails_behind_the_gate_still_lets_the_gate_and_the_stream_g
     assert steps(log)[-3:] == ["begin 1", "release 1", "rescue 1"]
 
 
+def test_a_host_that_fails_at_the_gate_still_lets_it_and_the_stream_go():
+    class Stuck(FakeClock):
+        def begin(self, sequence):
+            super().begin(sequence)
+            raise KeyboardInterrupt  # a signal between the gate's wait and its release
+    log = Log()
+    ev = evaluation(log)
+    ev.clock = Stuck(log)
+    with pytest.raises(KeyboardInterrupt):
+        ev._clocked_sample([0], [(FakeSlot(log), None)], null=False)
+    assert steps(log)[-3:] == ["begin 1", "release 1", "rescue 1"]
+
+
 def test_the_spot_checks_finding_travels_with_the_sample():
     log = Log()
     assert evaluation(log, early=3)._clocked_sample([0], [], null=False).early_call == 3

@@ -73,6 +73,11 @@ def test_the_fixed_cost_of_each_null_sample_configuration_is_kept_beside_the_who
     assert ClockCalibration.fit(windows).fixed_by_configuration == ()
 
 
+def test_a_calibration_without_a_writes_model_is_unusable():
+    assert "could not fit how long its writes take" in CALIBRATION.unusable()
+    assert MODELLED.unusable() == ""
+
+
 def test_no_writes_model_where_the_null_samples_do_not_determine_one():
     assert WritesModel.fit([(100, 1, 5.0), (10**9, 1, 600.0)]) is None  # no configuration of many copies
     assert WritesModel.fit([(100, 1, 5.0), (100, 16, 60.0), (200, 16, 600.0)]) is None  # one one-copy size
@@ -110,7 +115,7 @@ def test_a_turn_inside_every_samples_writes_is_charged_to_the_sample():
     assert summary["interrupted"] == 39 and summary["discarded"] == 9  # a quarter at most; the first not counted
     assert summary["charged_ns"] == pytest.approx(30 * 2_100_000.0)
     # every kept sample carries its overrun, every discarded one counts as at least the slowest of those: no gain
-    assert tally.durations == [pytest.approx((200_000.0 + 2_100_000.0) / 50)] * 38
+    assert tally.durations == [pytest.approx((200_000.0 + 2_100_000.0) / 50)] * 39  # the first judged one too
 
 
 def test_without_a_writes_model_the_turn_is_judged_against_the_jobs_quickest_alone():
@@ -129,6 +134,16 @@ def test_a_slow_hand_over_is_not_kept_as_its_own_while_such_samples_are_a_quarte
     assert verdicts == [False, False, False, False, False, True]
     summary = judge.summary()
     assert summary["slow_handovers"] == 7 and summary["discarded"] == 2
+
+
+def test_the_first_judged_sample_is_kept_at_its_clocks_time_however_it_looks():
+    """A worker that under-reports its first judged sample (a slow hand-over to the judge) cannot have it dropped:
+    with nothing kept before it, a discarded sample would count for nothing."""
+    judge, tally = ClockJudge(CALIBRATION, calls=1), Tally()
+    judge.judge(reading(20.0), 19_000.0, None)  # the warm-up
+    first = judge.judge(reading(90.0), 1_000.0, None)
+    assert not first.discarded and first.per_call_ns == 90_000.0 and judge.summary()["slow_handovers"] == 1
+    assert tally.add(first, 1.0, 0.0, False, 100.0) and tally.durations == [90_000.0]
 
 
 def test_a_discarded_sample_counts_as_at_least_the_slowest_kept():

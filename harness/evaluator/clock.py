@@ -110,6 +110,14 @@ class ClockCalibration:
                                  for (nbytes, copies), values in sorted(groups.items()))
         return cls(fixed, spread, len(windows_less_worker_ns), WritesModel.fit(list(writes)), by_configuration)
 
+    def unusable(self) -> str:
+        """Why the clock cannot judge with this calibration, or '': without a writes model, a turn of another
+        context inside the writes would be set against the job's quickest writes alone, which the worker sets."""
+        if self.writes is None:
+            return ("the evaluator's clock could not fit how long its writes take from its null samples (a part came "
+                    "out negative: was another process busy on this GPU?)")
+        return ""
+
     def as_dict(self) -> dict:
         return asdict(self)
 
@@ -227,8 +235,10 @@ class EvaluatorClock:
         return True
 
     def rescue(self, sequence: int):
-        """Write "done" from a stream of the evaluator's own, so that its stream goes on when the worker never wrote
-        it (a crash, a hang, a verdict)."""
+        """Let the gate go and write "done" from a stream of the evaluator's own, so that its stream goes on whatever
+        happened (the worker never wrote "done": a crash, a hang, a verdict; or the host left between its gate and
+        its release). Either word written twice is harmless: the waits are for "at least this sample"."""
+        self.gate_word.write(self.aside.cuda_stream, 0, sequence)
         self.words.write(self.aside.cuda_stream, DONE, sequence)
 
     def reading(self) -> ClockReading:

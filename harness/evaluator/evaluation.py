@@ -169,9 +169,10 @@ class L2Flush:
 
 class Evaluation:
     def __init__(self, task: str, path: str, timeout_s: float, timing: str = DEFAULT_TIMING, confined: bool = True,
-                 source: str | None = None):
+                 source: str | None = None, load: bool = True):
         """source: the file's content as the run hashed it (read from `path` now where not given); the worker
-        imports it, whatever the file holds by the time it loads."""
+        imports it, whatever the file holds by the time it loads. load: import it now (else `load()` later: the
+        evaluations of `diff --measure` are each calibrated before any of their files runs code on the GPU)."""
         self.task = get_task(task)
         self.source = source if source is not None else Path(path).read_text()
         self.timing = timing
@@ -201,9 +202,21 @@ class Evaluation:
                 self.worker.expect(("mapped",), time.monotonic() + timeout_s)
             with self.unreported("calibrate"):
                 self.witness_calibration, self.clock_calibration = self.calibrate()
+            unusable = self.clock_calibration.unusable() if self.clock is not None else ""
+            if unusable:
+                raise Verdict("error", unusable)
+            if load:
+                self.load()
+        except BaseException:
+            self.close()
+            raise
+
+    def load(self):
+        """The worker imports the file: the first code of the file's to run, after the calibration."""
+        try:
             with self.unreported("load"):
                 self.worker.send("load", source=self.source)
-                self.worker.expect(("loaded",), time.monotonic() + timeout_s + LOAD_GRACE_S)
+                self.worker.expect(("loaded",), time.monotonic() + self.timeout_s + LOAD_GRACE_S)
         except BaseException:
             self.close()
             raise
@@ -303,8 +316,8 @@ class Evaluation:
             for slot, staged in writes:
                 slot.write_staged(staged, "cpu")
             self.flush.reset_persisting()  # a call of the host's that may wait for the stream: before the gate
-            self.clock.begin(sequence)
             try:
+                self.clock.begin(sequence)
                 for slot, staged in writes:
                     slot.write_staged(staged, "cuda")
                 self.flush.fill()

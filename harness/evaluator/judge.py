@@ -88,8 +88,9 @@ class ClockJudge:
         self.interrupted += interrupted
         self.slow_handovers += slow
         self.windows_ns.append(reading.window_ns)
-        discarded = (preempted or slow or interrupted) and \
-            self.discarded + 1 <= max(1.0, MAX_DISCARDED_SHARE * len(self.windows_ns))
+        discarded = (preempted or slow or interrupted) and len(self.windows_ns) > 1 and \
+            self.discarded + 1 <= max(1.0, MAX_DISCARDED_SHARE * len(self.windows_ns))  # not the first judged:
+        # with nothing kept before it, a discarded sample would count for nothing (Tally.add)
         self.discarded += discarded
         if interrupted and not discarded:  # past the budget: the turn inside the writes counts as the worker's
             calls_ns += overrun

@@ -129,12 +129,23 @@ def run_job(evaluation: Evaluation, job: Job) -> Result:
                                f"replaced")
 
 
-def start_evaluation(task: str, path: str, timeout_s: float, timing: str, confined: bool, source: str | None = None):
-    """(Evaluation, None), or (None, Result) when the worker could not start or the file did not import."""
+def start_evaluation(task: str, path: str, timeout_s: float, timing: str, confined: bool, source: str | None = None,
+                     load: bool = True):
+    """(Evaluation, None), or (None, Result) when the worker could not start or the file did not import (load: import
+    it now, else the caller's `load_evaluation`)."""
     try:
-        return Evaluation(task, path, timeout_s, timing, confined, source), None
+        return Evaluation(task, path, timeout_s, timing, confined, source, load), None
     except Verdict as found:
         return None, Result(found.status, found.message)
+
+
+def load_evaluation(evaluation) -> Result | None:
+    """The file imported into a started evaluation's worker; None, or the Result when it did not import."""
+    try:
+        evaluation.load()
+        return None
+    except Verdict as found:
+        return Result(found.status, found.message)
 
 
 def run_jobs(task: str, path: str, jobs: list, timeout_s: float, on_start=None, on_outcome=None,
@@ -236,12 +247,22 @@ def measure_interleaved(subs: list, shapes: str, rounds: int, on_round=None, tim
         on_fail(version, why)
 
     try:
-        for sub in subs:
-            evaluation, fatal = start_evaluation(task, str(sub.path), timeout_s, timing, True, sub.text)
+        for sub in subs:  # every evaluation calibrated before any file is imported: a file's GPU work that runs on
+            # (a frozen worker's kernels are not stopped) lands in no other version's fixed cost
+            evaluation, fatal = start_evaluation(task, str(sub.path), timeout_s, timing, True, sub.text, load=False)
             if fatal:
                 failed(sub.version, f"did not start: {fatal.message}")
                 continue
             evaluations[sub.version] = evaluation
+        for sub in subs:
+            evaluation = evaluations.get(sub.version)
+            if evaluation is None:
+                continue
+            fatal = load_evaluation(evaluation)
+            if fatal:
+                del evaluations[sub.version]
+                failed(sub.version, f"did not start: {fatal.message}")
+                continue
             evaluation.worker.freeze(True)
         pooled = {version: {} for version in evaluations}
         for r in range(rounds):
