@@ -14,9 +14,10 @@ with numbers alone. Two judges, one per kind of clock:
   slowest quarter by its slowest kept one, as with the witness (scripts/witness_trim_sim.py), and gains nothing on
   the rest. The job's quickest writes are the worker's to set (a turn of its context inside every sample's writes
   lengthens them all alike), so each sample's writes are also set against the calibration's `WritesModel`: writes
-  more than INTERRUPTED_NS (or INTERRUPTED_SHARE of the expectation) over it held another context's turn, two
-  hand-overs at least. Such a sample is discarded as the others are while the budget lasts; past it, it counts as its
-  clock's time plus the whole overrun, the time in which the worker may have computed outputs before "go"
+  more than INTERRUPTED_NS over it held another context's turn, two hand-overs at least (no share of the
+  expectation widens that: behind the clock's gate a turn can only come in writes longer than a time slice, where a
+  share would let it hide). Such a sample is discarded as the others are while the budget lasts; past it, it counts
+  as its clock's time plus the whole overrun, the time in which the worker may have computed outputs before "go"
   (tests/redteam/write_gaps.py). A worker that turns every sample so gains nothing: its kept samples carry their
   overrun, and its discarded ones count as at least the slowest of those.
 - `WitnessJudge`, on a CPU and under contest timing: the worker's reported time is the number, bounded by the
@@ -39,7 +40,6 @@ SLOW_HANDOVER_SPREADS = 8.0  # or this many calibration spreads, where that is m
 MAX_DISCARDED_SHARE = 0.25  # of the judged samples, at most this share may be not kept as their own
 INTERRUPTED_NS = 250_000.0  # writes this much over the calibrated expectation held another context's turn: one turn
 # costs two hand-overs (about 290 µs on an H200, results/h200/clock_2026-11-28/NOTES.md) before any work in it
-INTERRUPTED_SHARE = 0.1  # or this share of the expectation, where that is more (the copies' own variation)
 
 
 @dataclass
@@ -106,7 +106,7 @@ class ClockJudge:
             return 0.0
         expected = model.expected_ns(reading.bytes, reading.copies)
         overrun = reading.writes_ns - expected
-        return overrun if overrun > max(INTERRUPTED_NS, INTERRUPTED_SHARE * expected) else 0.0
+        return overrun if overrun > INTERRUPTED_NS else 0.0
 
     def settled(self) -> bool:
         return True
