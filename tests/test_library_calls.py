@@ -2,7 +2,6 @@
 flag torch._scaled_mm; a _scaled_mm FP4 call on a device without FP4 tensor cores fails with one
 clear line. The sm_90 and sm_100 cases fake the capability; the end-to-end run expects the line for the
 machine it runs on (no GPU, or an sm_90 GPU), and is skipped where FP4 tensor cores would run the file."""
-import textwrap
 from pathlib import Path
 
 import pytest
