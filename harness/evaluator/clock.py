@@ -26,8 +26,8 @@ contexts on one GPU make it hold (measured on an H200, scripts/clock_probe.py, r
 
 The gate is what makes the first fact hold for a worker that keeps work ready to run (a stream that does not wait
 for "go"). Without it the host queued each copy while the earlier ones ran, the stream ran dry between them, and
-such a worker took a turn in every gap and computed there the outputs of the slots already written: 39 of 50
-products before "go" on an H200 (tests/redteam/write_gaps.py). Behind the gate the writes run back to back, so the
+such a worker could take a turn in every gap and compute there the outputs of the slots already written
+(tests/redteam/write_gaps.py; on an H200 the host took about 9 µs to queue a copy that the GPU ran in 2). Behind the gate the writes run back to back, so the
 only turn left inside them is at the end of a time slice, and that costs two hand-overs. Samples whose writes took
 more than PREEMPTED_NS longer than the job's quickest had such a turn; and since a worker that turns inside every
 sample sets the job's quickest itself, the null samples also fit how long the writes take with no turn inside them
@@ -50,6 +50,14 @@ SPOT_ELEMENTS = 64  # elements of each of their output buffers
 POLL_S = 50e-6  # the host's poll of the closing event while it waits
 
 
+def medians_by_configuration(samples) -> dict:
+    """{(bytes, copies): median value} of null samples given as ((bytes, copies), value) pairs."""
+    groups = {}
+    for (nbytes, copies), value in samples:
+        groups.setdefault((int(nbytes), int(copies)), []).append(float(value))
+    return {key: statistics.median(values) for key, values in sorted(groups.items())}
+
+
 @dataclass(frozen=True)
 class WritesModel:
     """How long a sample's writes and flush take on this GPU with no other context's turn inside them (ns): a fixed
@@ -67,10 +75,7 @@ class WritesModel:
         """points: (bytes, copies, writes_ns) of null samples. None where they do not determine the three parts (fewer
         than three configurations, the two one-copy ones of one size, no configuration of more copies, or a part
         that comes out negative)."""
-        groups = {}
-        for nbytes, copies, writes_ns in points:
-            groups.setdefault((int(nbytes), int(copies)), []).append(float(writes_ns))
-        medians = {key: statistics.median(values) for key, values in groups.items()}
+        medians = medians_by_configuration(((nbytes, copies), writes_ns) for nbytes, copies, writes_ns in points)
         singles = sorted(key for key in medians if key[1] == 1)
         many = max(medians, key=lambda key: key[1], default=None)
         if len(singles) < 2 or many is None or many[1] < 2 or singles[0][0] == singles[-1][0]:
@@ -103,11 +108,9 @@ class ClockCalibration:
         """writes: (bytes, copies, writes_ns) of the same null samples, in the same order (WritesModel.fit)."""
         fixed = statistics.median(windows_less_worker_ns)
         spread = 1.4826 * statistics.median(abs(v - fixed) for v in windows_less_worker_ns)
-        groups = {}
-        for value, (nbytes, copies, _) in zip(windows_less_worker_ns, writes):
-            groups.setdefault((int(nbytes), int(copies)), []).append(value)
-        by_configuration = tuple((nbytes, copies, statistics.median(values))
-                                 for (nbytes, copies), values in sorted(groups.items()))
+        medians = medians_by_configuration(((nbytes, copies), value)
+                                           for value, (nbytes, copies, _) in zip(windows_less_worker_ns, writes))
+        by_configuration = tuple((nbytes, copies, median) for (nbytes, copies), median in medians.items())
         return cls(fixed, spread, len(windows_less_worker_ns), WritesModel.fit(list(writes)), by_configuration)
 
     def unusable(self) -> str:
@@ -238,7 +241,7 @@ class EvaluatorClock:
         """Let the gate go and write "done" from a stream of the evaluator's own, so that its stream goes on whatever
         happened (the worker never wrote "done": a crash, a hang, a verdict; or the host left between its gate and
         its release). Either word written twice is harmless: the waits are for "at least this sample"."""
-        self.gate_word.write(self.aside.cuda_stream, 0, sequence)
+        self.release(sequence)
         self.words.write(self.aside.cuda_stream, DONE, sequence)
 
     def reading(self) -> ClockReading:

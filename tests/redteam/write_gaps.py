@@ -8,9 +8,9 @@ first word is no longer zero (the evaluator's stream has finished slot k then, a
 slot k's product into its c; the last slot waits for "go" itself. Each call on the worker's stream only waits for
 its slot's product. Outputs are right.
 
-Stderr says, per sample, how long its products ran on the GPU (the sum of each product's own events) and how long
-the evaluator's window would have to be to hold them: where the record's window per sample (its mean per call times
-the calls, plus the clock's fixed cost) is shorter than that sum, products ran outside it. A mark on the worker's own
+Stderr says, per sample, how long its products ran on the GPU (the sum of each product's own events): where the
+record's window per sample less the clock's fixed cost (its mean per call times the calls) is shorter than that sum,
+products ran outside the window. A mark on the worker's own
 stream after "go" cannot tell: it comes late while this file's stream holds the GPU (on an H200 it came after all 50
 products of every sample, the first ended 6.4 ms before it, in samples whose whole writes take about 0.2 ms).
 NVFP4_ARENA_WRITE_GAPS=honest runs the same products on the worker's stream, after "go": the twin to set its number
